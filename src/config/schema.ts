@@ -1,0 +1,117 @@
+import { z } from 'zod';
+import { ENGINE_NAMES, parseWorkerUrl } from '../core/worker.js';
+
+/**
+ * The one schema for the config file, the CLI flags and the programmatic API. Every default lives
+ * here and nowhere else, so the three entry points cannot disagree.
+ */
+
+export const POLICY_NAMES = ['random', 'round_robin', 'power_of_two', 'least_load'] as const;
+export type PolicyName = (typeof POLICY_NAMES)[number];
+
+const finiteAtLeast = (min: number) =>
+  z
+    .number({ error: `must be finite and >= ${min}` })
+    .refine((v) => v >= min, { error: `must be finite and >= ${min}` });
+
+const finitePositive = () =>
+  z.number({ error: 'must be finite and > 0' }).refine((v) => v > 0, { error: 'must be finite and > 0' });
+
+const intInRange = (min: number, max: number) =>
+  z
+    .number({ error: `must be an integer in ${min}..${max}` })
+    .int({ error: `must be an integer in ${min}..${max}` })
+    .min(min, { error: `must be an integer in ${min}..${max}` })
+    .max(max, { error: `must be an integer in ${min}..${max}` });
+
+const port = () => intInRange(0, 65535);
+
+const workerUrl = z.string({ error: 'must be a URL string' }).superRefine((url, ctx) => {
+  try {
+    parseWorkerUrl(url);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message });
+  }
+});
+
+const workerObject = z.strictObject({
+  url: workerUrl,
+  engine: z.enum(ENGINE_NAMES, { error: `must be one of ${ENGINE_NAMES.join(', ')}` }).default('auto'),
+  apiKey: z.string().min(1).optional(),
+  weight: finitePositive().default(1),
+  models: z.array(z.string().min(1)).optional(),
+});
+
+export const workerSpecSchema = z.preprocess((v) => (typeof v === 'string' ? { url: v } : v), workerObject);
+
+const leastLoadPolicy = z.strictObject({
+  name: z.literal('least_load'),
+  /** Weight of the KV-pressure barrier lambda * k / (1 - k), in units of in-flight requests. */
+  lambda: finiteAtLeast(0).default(1.5),
+});
+const randomPolicy = z.strictObject({ name: z.literal('random') });
+const roundRobinPolicy = z.strictObject({ name: z.literal('round_robin') });
+const powerOfTwoPolicy = z.strictObject({ name: z.literal('power_of_two') });
+
+export const policySchema = z.preprocess(
+  (v) => (typeof v === 'string' ? { name: v } : v),
+  z.discriminatedUnion('name', [leastLoadPolicy, randomPolicy, roundRobinPolicy, powerOfTwoPolicy], {
+    error: (issue) =>
+      issue.code === 'invalid_union'
+        ? `unknown policy; valid policies: ${POLICY_NAMES.join(', ')}`
+        : 'must be a policy name or an object with a name',
+  }),
+);
+
+const pollerSchema = z.strictObject({
+  intervalSecs: finitePositive().default(1),
+  timeoutMs: finitePositive().default(1000),
+  /** Consecutive failed polls before a worker is taken out of rotation. */
+  unhealthyAfter: intInRange(1, 1000).default(3),
+  /** Most polls in the air at once, so a large fleet does not open a socket per worker at once. */
+  concurrency: intInRange(1, 10000).default(64),
+  maxResponseBytes: intInRange(1024, 256 * 1024 * 1024).default(4 * 1024 * 1024),
+  /** Fraction of the interval each poll is randomly shifted by, to keep a fleet from polling in lockstep. */
+  jitter: z
+    .number({ error: 'must be in 0..1' })
+    .min(0, { error: 'must be in 0..1' })
+    .max(1, { error: 'must be in 0..1' })
+    .default(0.1),
+});
+
+const envoySchema = z.strictObject({
+  port: port().default(9002),
+  destinationHeader: z
+    .string()
+    .regex(/^[a-z0-9-]+$/, { error: 'must be a lower-case HTTP header name' })
+    .default('x-gateway-destination-endpoint'),
+  fallbacks: intInRange(0, 16).default(0),
+});
+
+const proxySchema = z.strictObject({ port: port().default(0) });
+
+const metricsSchema = z.strictObject({
+  port: port().default(9090),
+  prefix: z
+    .string()
+    .regex(/^[a-zA-Z_:][a-zA-Z0-9_:]*$|^$/, { error: 'must be a valid Prometheus metric name prefix' })
+    .default('llr_'),
+});
+
+export const configSchema = z.strictObject({
+  workers: z.array(workerSpecSchema).default([]),
+  policy: policySchema.default({ name: 'least_load', lambda: 1.5 }),
+  poller: pollerSchema.default(() => pollerSchema.parse({})),
+  envoy: envoySchema.default(() => envoySchema.parse({})),
+  proxy: proxySchema.default(() => proxySchema.parse({})),
+  metrics: metricsSchema.default(() => metricsSchema.parse({})),
+  host: z.string().min(1).default('0.0.0.0'),
+});
+
+/** What users write: every field optional, policies and workers also as bare strings. */
+export type ConfigInput = z.input<typeof configSchema>;
+/** What the rest of the code gets: every default filled in. */
+export type Config = z.output<typeof configSchema>;
+export type PolicyConfig = Config['policy'];
+export type WorkerConfig = z.output<typeof workerSpecSchema>;
+export type PollerConfig = Config['poller'];

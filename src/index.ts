@@ -1,0 +1,25 @@
+export { createRouter, Router, STALE_AFTER_POLLS } from './router.js';
+export type { RouterOptions, RouterObserver, WorkerRecord } from './router.js';
+export {
+  LlrError,
+  ConfigError,
+  NoHealthyWorkerError,
+  InvalidWorkerUrlError,
+  DuplicateWorkerError,
+  UnknownWorkerError,
+  UnknownPolicyError,
+} from './core/errors.js';
+export { Worker, parseWorkerUrl, ENGINE_NAMES } from './core/worker.js';
+export type { WorkerSpec, EngineName } from './core/worker.js';
+export { WorkerPool } from './core/worker-pool.js';
+export { Lease } from './core/lease.js';
+export type { LeaseOutcome } from './core/lease.js';
+export type { LoadSnapshot, RankLoad } from './core/load-snapshot.js';
+export { seededRng } from './core/random.js';
+export type { Rng } from './core/random.js';
+export type { Policy, PolicyEnv, RequestContext } from './policies/policy.js';
+export { createPolicy, POLICY_NAMES } from './policies/registry.js';
+export { configSchema } from './config/schema.js';
+export type { Config, ConfigInput, PolicyConfig } from './config/schema.js';
+export { validateConfig, DEFAULT_CONFIG } from './config/validate.js';
+export { loadConfig } from './config/load-config.js';

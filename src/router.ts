@@ -1,0 +1,150 @@
+import type { Config, ConfigInput } from './config/schema.js';
+import { validateConfig } from './config/validate.js';
+import { NoHealthyWorkerError, UnknownWorkerError } from './core/errors.js';
+import { Lease, type LeaseOutcome } from './core/lease.js';
+import type { Rng } from './core/random.js';
+import type { Worker, WorkerSpec } from './core/worker.js';
+import { WorkerPool } from './core/worker-pool.js';
+import type { Policy, RequestContext } from './policies/policy.js';
+import { createPolicy } from './policies/registry.js';
+
+export interface RouterOptions {
+  /** Randomness for policies; seeded in tests and benchmarks. */
+  rng?: Rng;
+  now?: () => number;
+}
+
+/** The record `GET /workers` and `router.workers()` return. */
+export interface WorkerRecord {
+  id: string;
+  url: string;
+  engine: string;
+  healthy: boolean;
+  draining: boolean;
+  inFlight: number;
+  processed: number;
+  kvUsage: number | null;
+  running: number | null;
+  waiting: number | null;
+  lastPollAt: string | null;
+  score: number | null;
+}
+
+/** Observes every pick and release; metrics and passive health plug in here. */
+export interface RouterObserver {
+  onPick?(lease: Lease, policy: string, durationNs: number): void;
+  onRelease?(lease: Lease, outcome: LeaseOutcome): void;
+  onNoHealthyWorker?(): void;
+  onAdd?(worker: Worker): void;
+  onRemove?(worker: Worker): void;
+}
+
+// Shared so a pick without context does not allocate one.
+const NO_CONTEXT: RequestContext = Object.freeze({});
+
+/** Loads older than this many poll intervals are ignored by the policies. */
+export const STALE_AFTER_POLLS = 3;
+
+/**
+ * Composes the pool, the policy and (via start/stop) the background parts. Front doors only ever
+ * talk to this: `pick()` for a lease, `lease.release()` when the request ends.
+ */
+export class Router {
+  readonly config: Config;
+  readonly pool = new WorkerPool();
+  readonly policy: Policy;
+  readonly #observers: RouterObserver[] = [];
+  readonly #now: () => number;
+  readonly #onRelease = (lease: Lease, outcome: LeaseOutcome): void => {
+    for (const o of this.#observers) o.onRelease?.(lease, outcome);
+  };
+
+  constructor(config: Config, options: RouterOptions = {}) {
+    this.config = config;
+    this.#now = options.now ?? Date.now;
+    this.policy = createPolicy(config.policy, {
+      rng: options.rng ?? Math.random,
+      now: this.#now,
+      staleAfterMs: STALE_AFTER_POLLS * config.poller.intervalSecs * 1000,
+    });
+    this.pool.onRemove((worker) => {
+      this.policy.onRemove?.(worker.id);
+      for (const o of this.#observers) o.onRemove?.(worker);
+    });
+    for (const spec of config.workers) this.addWorker(spec);
+  }
+
+  observe(observer: RouterObserver): () => void {
+    this.#observers.push(observer);
+    return () => {
+      const i = this.#observers.indexOf(observer);
+      if (i >= 0) this.#observers.splice(i, 1);
+    };
+  }
+
+  /**
+   * Picks a worker and counts the request against it at once (in-flight +1, processed +1), so
+   * the next pick already sees it. Throws NoHealthyWorkerError when no worker can take it.
+   */
+  pick(ctx: RequestContext = NO_CONTEXT): Lease {
+    const started = this.#observers.length > 0 ? process.hrtime.bigint() : 0n;
+    const candidates = this.pool.candidates();
+    const worker = candidates.length === 1 ? candidates[0] : this.policy.select(candidates, ctx);
+    if (worker === undefined) {
+      for (const o of this.#observers) o.onNoHealthyWorker?.();
+      throw new NoHealthyWorkerError();
+    }
+    worker.inFlight += 1;
+    worker.processed += 1;
+    const lease = new Lease(worker, this.#onRelease);
+    if (this.#observers.length > 0) {
+      const ns = Number(process.hrtime.bigint() - started);
+      for (const o of this.#observers) o.onPick?.(lease, this.policy.name, ns);
+    }
+    return lease;
+  }
+
+  addWorker(spec: WorkerSpec | string): Worker {
+    const worker = this.pool.add(spec);
+    for (const o of this.#observers) o.onAdd?.(worker);
+    return worker;
+  }
+
+  removeWorker(id: string): Worker {
+    const worker = this.pool.remove(id);
+    if (!worker) throw new UnknownWorkerError(id);
+    return worker;
+  }
+
+  workers(): WorkerRecord[] {
+    return this.pool.list().map((w) => this.#record(w));
+  }
+
+  #record(w: Worker): WorkerRecord {
+    const load = w.load;
+    const score = this.policy.score && w.healthy && !w.draining ? this.policy.score(w, {}) : undefined;
+    return {
+      id: w.id,
+      url: w.url,
+      engine: w.detectedEngine ?? w.engine,
+      healthy: w.healthy,
+      draining: w.draining,
+      inFlight: w.inFlight,
+      processed: w.processed,
+      kvUsage: load?.kvUsage ?? null,
+      running: load?.running ?? null,
+      waiting: load?.waiting ?? null,
+      lastPollAt: w.lastPollAt === undefined ? null : new Date(w.lastPollAt).toISOString(),
+      score: score === undefined ? null : score,
+    };
+  }
+
+  async start(): Promise<void> {}
+
+  async stop(): Promise<void> {}
+}
+
+/** The programmatic entry point: validates the config (throwing ConfigError) and builds a Router. */
+export function createRouter(config: ConfigInput = {}, options: RouterOptions = {}): Router {
+  return new Router(validateConfig(config), options);
+}

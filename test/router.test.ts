@@ -1,0 +1,90 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { seededRng } from '../src/core/random.js';
+import { createRouter } from '../src/router.js';
+
+const urls = (n: number) => Array.from({ length: n }, (_, i) => `http://10.0.0.${i + 1}:8000`);
+
+test('pick counts in-flight and processed at once; release gives in-flight back', () => {
+  const router = createRouter({ workers: urls(2) }, { rng: seededRng(1) });
+  const a = router.pick();
+  const b = router.pick();
+  assert.notEqual(a.worker.id, b.worker.id, 'the second pick sees the first');
+  a.release();
+  a.release();
+  b.release();
+  for (const w of router.workers()) {
+    assert.equal(w.inFlight, 0);
+    assert.equal(w.processed, 1);
+  }
+});
+
+test('the single-worker path counts processed too', () => {
+  const router = createRouter({ workers: urls(1) });
+  for (let i = 0; i < 3; i++) router.pick().release();
+  assert.equal(router.workers()[0]?.processed, 3);
+});
+
+test('no healthy worker throws LLR_NO_HEALTHY_WORKER', () => {
+  const empty = createRouter({});
+  assert.throws(() => empty.pick(), { code: 'LLR_NO_HEALTHY_WORKER' });
+  const router = createRouter({ workers: urls(2) });
+  for (const w of router.pool.list()) w.setHealthy(false);
+  assert.throws(() => router.pick(), { code: 'LLR_NO_HEALTHY_WORKER' });
+});
+
+test('least_load: a burst of N picks with no completions spreads evenly', () => {
+  for (const policy of ['least_load', 'round_robin'] as const) {
+    const router = createRouter({ workers: urls(8), policy }, { rng: seededRng(3) });
+    for (let i = 0; i < 800; i++) router.pick();
+    for (const w of router.workers()) assert.equal(w.inFlight, 100, `${policy} ${w.id}`);
+  }
+});
+
+test('removing a worker prunes it: no more picks, policies told, records gone', () => {
+  const router = createRouter({ workers: urls(3) });
+  const removed: string[] = [];
+  const policy = router.policy as { onRemove?: (id: string) => void };
+  policy.onRemove = (id) => removed.push(id);
+  const lease = router.pick();
+  router.removeWorker(lease.worker.id);
+  assert.deepEqual(removed, [lease.worker.id]);
+  assert.equal(router.workers().length, 2);
+  for (let i = 0; i < 50; i++) assert.notEqual(router.pick().worker.id, lease.worker.id);
+  lease.release(); // a lease on a removed worker still releases cleanly
+  assert.equal(lease.worker.inFlight, 0);
+  assert.throws(() => router.removeWorker('nope:1'), { code: 'LLR_UNKNOWN_WORKER' });
+});
+
+test('workers() reports the contract fields and the policy score', () => {
+  const router = createRouter({ workers: urls(1), policy: { name: 'least_load', lambda: 2 } });
+  const w = router.pool.list()[0]!;
+  w.load = { at: Date.now(), kvUsage: 0.5, running: 3, waiting: 1 };
+  router.pick();
+  assert.deepEqual(router.workers()[0], {
+    id: '10.0.0.1:8000',
+    url: 'http://10.0.0.1:8000',
+    engine: 'auto',
+    healthy: true,
+    draining: false,
+    inFlight: 1,
+    processed: 1,
+    kvUsage: 0.5,
+    running: 3,
+    waiting: 1,
+    lastPollAt: null,
+    score: 1 + 2,
+  });
+});
+
+test('observers see picks with their duration and releases with their outcome', () => {
+  const router = createRouter({ workers: urls(2) });
+  const seen: string[] = [];
+  router.observe({
+    onPick: (lease, policy, ns) => seen.push(`pick ${lease.worker.id} ${policy} ${ns >= 0}`),
+    onRelease: (lease, outcome) => seen.push(`release ${lease.worker.id} ${outcome}`),
+  });
+  const lease = router.pick();
+  lease.release('failure');
+  assert.deepEqual(seen, [`pick ${lease.worker.id} least_load true`, `release ${lease.worker.id} failure`]);
+});
