@@ -30,13 +30,25 @@ export interface WorkerRecord {
   score: number | null;
 }
 
-/** Observes every pick and release; metrics and passive health plug in here. */
+/** How one load poll ended (the `result` label of `llr_load_polls_total`). */
+export type PollResult = 'ok' | 'error' | 'timeout' | 'http_error' | 'parse_error' | 'too_large';
+
+/** What a front door saw go wrong with a worker, for passive health. */
+export type FailureKind =
+  /** Connection refused or reset before any response byte: out of rotation until a good poll. */
+  | 'connect'
+  /** A 5xx answer: counts toward the consecutive-failure limit, like a failed poll. */
+  | 'status';
+
+/** Observes the router's life; metrics and logging plug in here. */
 export interface RouterObserver {
   onPick?(lease: Lease, policy: string, durationNs: number): void;
   onRelease?(lease: Lease, outcome: LeaseOutcome): void;
   onNoHealthyWorker?(): void;
   onAdd?(worker: Worker): void;
   onRemove?(worker: Worker): void;
+  onHealthChange?(worker: Worker, healthy: boolean, reason: string): void;
+  onPoll?(worker: Worker, result: PollResult, durationSeconds: number): void;
 }
 
 // Shared so a pick without context does not allocate one.
@@ -55,6 +67,7 @@ export class Router {
   readonly policy: Policy;
   readonly #observers: RouterObserver[] = [];
   readonly #now: () => number;
+  readonly #rng: Rng;
   readonly #onRelease = (lease: Lease, outcome: LeaseOutcome): void => {
     for (const o of this.#observers) o.onRelease?.(lease, outcome);
   };
@@ -62,8 +75,9 @@ export class Router {
   constructor(config: Config, options: RouterOptions = {}) {
     this.config = config;
     this.#now = options.now ?? Date.now;
+    this.#rng = options.rng ?? Math.random;
     this.policy = createPolicy(config.policy, {
-      rng: options.rng ?? Math.random,
+      rng: this.#rng,
       now: this.#now,
       staleAfterMs: STALE_AFTER_POLLS * config.poller.intervalSecs * 1000,
     });
@@ -102,6 +116,45 @@ export class Router {
       for (const o of this.#observers) o.onPick?.(lease, this.policy.name, ns);
     }
     return lease;
+  }
+
+  /**
+   * A pick plus up to `fallbacks` other healthy workers, best first by the policy's score (or in
+   * random order for policies without one), for gateways that retry on the next endpoint.
+   */
+  pickWithFallbacks(ctx: RequestContext, fallbacks: number): { lease: Lease; fallbacks: Worker[] } {
+    const lease = this.pick(ctx);
+    if (fallbacks <= 0) return { lease, fallbacks: [] };
+    const others = this.pool.candidates().filter((w) => w !== lease.worker);
+    const score = this.policy.score?.bind(this.policy);
+    const keyed = others.map((w) => ({ w, key: score ? score(w, ctx) : this.#rng() }));
+    keyed.sort((a, b) => a.key - b.key);
+    return { lease, fallbacks: keyed.slice(0, fallbacks).map((k) => k.w) };
+  }
+
+  /** Passive health: a front door reports what went wrong talking to `worker`. */
+  reportFailure(worker: Worker, kind: FailureKind): void {
+    if (!this.pool.has(worker.id)) return;
+    if (kind === 'connect') {
+      worker.consecutiveFailures = Math.max(worker.consecutiveFailures, this.config.poller.unhealthyAfter);
+    } else {
+      worker.consecutiveFailures += 1;
+    }
+    if (worker.healthy && worker.consecutiveFailures >= this.config.poller.unhealthyAfter) {
+      this.setHealth(worker, false, kind === 'connect' ? 'connection failed' : 'upstream 5xx');
+    }
+  }
+
+  /** The one place worker health changes, so every observer hears about it exactly once. */
+  setHealth(worker: Worker, healthy: boolean, reason: string): void {
+    if (worker.healthy === healthy) return;
+    worker.setHealthy(healthy);
+    for (const o of this.#observers) o.onHealthChange?.(worker, healthy, reason);
+  }
+
+  /** Lets background parts (the poller) report to the same observers as the router. */
+  notifyPoll(worker: Worker, result: PollResult, durationSeconds: number): void {
+    for (const o of this.#observers) o.onPoll?.(worker, result, durationSeconds);
   }
 
   addWorker(spec: WorkerSpec | string): Worker {

@@ -88,3 +88,34 @@ test('observers see picks with their duration and releases with their outcome', 
   lease.release('failure');
   assert.deepEqual(seen, [`pick ${lease.worker.id} least_load true`, `release ${lease.worker.id} failure`]);
 });
+
+test('pickWithFallbacks returns the pick plus the next best by score, never the pick twice', () => {
+  const router = createRouter({ workers: urls(4) }, { rng: seededRng(5) });
+  const [a, b, c, d] = router.pool.list();
+  a!.inFlight = 5;
+  b!.inFlight = 0;
+  c!.inFlight = 2;
+  d!.inFlight = 1;
+  const { lease, fallbacks } = router.pickWithFallbacks({}, 2);
+  assert.equal(lease.worker, b);
+  assert.deepEqual(
+    fallbacks.map((w) => w.id),
+    [d!.id, c!.id],
+  );
+  assert.equal(router.pickWithFallbacks({}, 10).fallbacks.length, 3);
+});
+
+test('reportFailure: connect failures eject at once, 5xx count toward the limit', () => {
+  const router = createRouter({ workers: urls(2), poller: { unhealthyAfter: 3 } });
+  const [a, b] = router.pool.list();
+  const changes: string[] = [];
+  router.observe({ onHealthChange: (w, healthy, reason) => changes.push(`${w.id} ${healthy} ${reason}`) });
+  router.reportFailure(a!, 'connect');
+  assert.equal(a!.healthy, false);
+  router.reportFailure(b!, 'status');
+  router.reportFailure(b!, 'status');
+  assert.equal(b!.healthy, true);
+  router.reportFailure(b!, 'status');
+  assert.equal(b!.healthy, false);
+  assert.deepEqual(changes, [`${a!.id} false connection failed`, `${b!.id} false upstream 5xx`]);
+});
