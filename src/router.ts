@@ -49,6 +49,7 @@ export interface RouterObserver {
   onRemove?(worker: Worker): void;
   onHealthChange?(worker: Worker, healthy: boolean, reason: string): void;
   onPoll?(worker: Worker, result: PollResult, durationSeconds: number): void;
+  onFailureReport?(worker: Worker, kind: FailureKind): void;
 }
 
 // Shared so a pick without context does not allocate one.
@@ -135,6 +136,7 @@ export class Router {
   /** Passive health: a front door reports what went wrong talking to `worker`. */
   reportFailure(worker: Worker, kind: FailureKind): void {
     if (!this.pool.has(worker.id)) return;
+    for (const o of this.#observers) o.onFailureReport?.(worker, kind);
     if (kind === 'connect') {
       worker.consecutiveFailures = Math.max(worker.consecutiveFailures, this.config.poller.unhealthyAfter);
     } else {
