@@ -23,3 +23,8 @@ export { configSchema } from './config/schema.js';
 export type { Config, ConfigInput, PolicyConfig } from './config/schema.js';
 export { validateConfig, DEFAULT_CONFIG } from './config/validate.js';
 export { loadConfig } from './config/load-config.js';
+export type { PollResult, FailureKind } from './router.js';
+export { RouterMetrics } from './metrics/router-metrics.js';
+export type { RouterMetricsOptions } from './metrics/router-metrics.js';
+export { startStatusServer, statusRequestHandler } from './status/status-server.js';
+export type { StatusServer, StatusServerOptions } from './status/status-server.js';

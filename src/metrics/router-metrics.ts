@@ -1,0 +1,179 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Worker } from '../core/worker.js';
+import type { PollResult, Router } from '../router.js';
+
+export interface RouterMetricsOptions {
+  /** Defaults to a private registry: the global default one only when the user passes it. */
+  registry?: Registry;
+  /** Metric name prefix, default `llr_`. */
+  prefix?: string;
+}
+
+const POLL_RESULTS: readonly PollResult[] = [
+  'ok',
+  'error',
+  'timeout',
+  'http_error',
+  'parse_error',
+  'too_large',
+];
+const OUTCOMES = ['success', 'failure', 'cancelled'] as const;
+const FAILURE_KINDS = ['connect', 'status'] as const;
+
+/**
+ * The contract's metric set, fed by router observer hooks. Per-worker gauges are filled at scrape
+ * time from the router's own state (nothing extra on the pick path), and every series of a
+ * removed worker is deleted so dashboards never show ghosts.
+ */
+export class RouterMetrics {
+  readonly registry: Registry;
+  readonly prefix: string;
+  readonly #unobserve: () => void;
+  readonly #requests: Counter<'worker' | 'policy'>;
+  readonly #outcomes: Counter<'worker' | 'outcome'>;
+  readonly #upstreamErrors: Counter<'worker' | 'kind'>;
+  readonly #polls: Counter<'worker' | 'result'>;
+  readonly #healthChanges: Counter<'worker' | 'healthy'>;
+  readonly #perWorkerGauges: Gauge<'worker'>[];
+  readonly #policy: string;
+
+  constructor(router: Router, options: RouterMetricsOptions = {}) {
+    const registry = options.registry ?? new Registry();
+    const p = options.prefix ?? router.config.metrics.prefix;
+    this.registry = registry;
+    this.prefix = p;
+    this.#policy = router.policy.name;
+    const registers = [registry];
+
+    this.#requests = new Counter({
+      name: `${p}requests_total`,
+      help: 'Requests routed, by chosen worker and policy.',
+      labelNames: ['worker', 'policy'],
+      registers,
+    });
+    this.#outcomes = new Counter({
+      name: `${p}request_outcomes_total`,
+      help: 'Routed requests that ended, by worker and outcome (success, failure, cancelled).',
+      labelNames: ['worker', 'outcome'],
+      registers,
+    });
+    this.#upstreamErrors = new Counter({
+      name: `${p}upstream_errors_total`,
+      help: 'Failures front doors saw talking to a worker (connect: refused or reset; status: 5xx).',
+      labelNames: ['worker', 'kind'],
+      registers,
+    });
+    const noHealthy = new Counter({
+      name: `${p}no_healthy_worker_total`,
+      help: 'Requests refused because no healthy worker was available.',
+      registers,
+    });
+    const pickDuration = new Histogram({
+      name: `${p}pick_duration_seconds`,
+      help: 'Time spent choosing a worker, policy included.',
+      buckets: [1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 1e-3, 1e-2],
+      registers,
+    });
+    this.#polls = new Counter({
+      name: `${p}load_polls_total`,
+      help: 'Load polls, by worker and result.',
+      labelNames: ['worker', 'result'],
+      registers,
+    });
+    const pollDuration = new Histogram({
+      name: `${p}load_poll_duration_seconds`,
+      help: 'Duration of load polls, all workers.',
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    });
+    this.#healthChanges = new Counter({
+      name: `${p}worker_health_changes_total`,
+      help: 'Worker health transitions, by the health the worker moved to.',
+      labelNames: ['worker', 'healthy'],
+      registers,
+    });
+
+    const gauge = (name: string, help: string, read: (w: Worker) => number | undefined): Gauge<'worker'> => {
+      const g: Gauge<'worker'> = new Gauge({
+        name: `${p}${name}`,
+        help,
+        labelNames: ['worker'],
+        registers,
+        collect() {
+          g.reset();
+          for (const w of router.pool.list()) {
+            const v = read(w);
+            if (v !== undefined && Number.isFinite(v)) g.set({ worker: w.id }, v);
+          }
+        },
+      });
+      return g;
+    };
+    this.#perWorkerGauges = [
+      gauge('worker_in_flight', 'Requests this router has in flight on the worker.', (w) => w.inFlight),
+      gauge(
+        'worker_kv_usage_ratio',
+        'Last reported KV-cache usage, 0..1 (absent when unknown).',
+        (w) => w.load?.kvUsage,
+      ),
+      gauge('worker_running_requests', 'Last reported running requests.', (w) => w.load?.running),
+      gauge('worker_waiting_requests', 'Last reported queued requests.', (w) => w.load?.waiting),
+      gauge('worker_healthy', '1 when the worker takes new requests, else 0.', (w) =>
+        w.healthy && !w.draining ? 1 : 0,
+      ),
+    ];
+    const workers = new Gauge({
+      name: `${p}workers`,
+      help: 'Workers in the pool, by health.',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        let healthy = 0;
+        for (const w of router.pool.list()) if (w.healthy && !w.draining) healthy += 1;
+        this.set({ state: 'healthy' }, healthy);
+        this.set({ state: 'unhealthy' }, router.pool.size - healthy);
+      },
+    });
+    void workers;
+
+    this.#unobserve = router.observe({
+      onPick: (lease, policy, ns) => {
+        this.#requests.inc({ worker: lease.worker.id, policy });
+        pickDuration.observe(ns / 1e9);
+      },
+      onRelease: (lease, outcome) => this.#outcomes.inc({ worker: lease.worker.id, outcome }),
+      onNoHealthyWorker: () => noHealthy.inc(),
+      onPoll: (worker, result, seconds) => {
+        this.#polls.inc({ worker: worker.id, result });
+        pollDuration.observe(seconds);
+      },
+      onHealthChange: (worker, healthy) =>
+        this.#healthChanges.inc({ worker: worker.id, healthy: String(healthy) }),
+      onFailureReport: (worker, kind) => this.#upstreamErrors.inc({ worker: worker.id, kind }),
+      onRemove: (worker) => this.#forget(worker.id),
+    });
+  }
+
+  #forget(worker: string): void {
+    this.#requests.remove({ worker, policy: this.#policy });
+    for (const outcome of OUTCOMES) this.#outcomes.remove({ worker, outcome });
+    for (const kind of FAILURE_KINDS) this.#upstreamErrors.remove({ worker, kind });
+    for (const result of POLL_RESULTS) this.#polls.remove({ worker, result });
+    for (const healthy of ['true', 'false']) this.#healthChanges.remove({ worker, healthy });
+    for (const g of this.#perWorkerGauges) g.remove({ worker });
+  }
+
+  /** Prometheus text exposition of this router's registry. */
+  async text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** Stops observing the router; the registry keeps its last values. */
+  close(): void {
+    this.#unobserve();
+  }
+}
