@@ -1,0 +1,126 @@
+import type { Worker } from '../core/worker.js';
+import { MAX_KV } from './kv-usage.js';
+import type { Policy, PolicyEnv, RequestContext } from './policy.js';
+
+export interface ExpectedWaitOptions {
+  /** Weight of the KV barrier, in seconds. */
+  lambdaT: number;
+  /** Tokens per second assumed for a worker that reports no throughput. */
+  fallbackThroughput: number;
+  /** Prompt size assumed for a request (or a queued request) of unknown size. */
+  meanPromptTokens: number;
+  /** Read the request body for its prompt size (makes front doors buffer the body). */
+  bodyAware: boolean;
+}
+
+interface Sent {
+  /** Token work routed to the worker since its last load report. */
+  tokens: number;
+  /** The report `tokens` counts from. */
+  since: number;
+}
+
+/**
+ * least_load `mode: expected_wait`: the time a new request would wait on each worker.
+ *
+ *   score = (queued + sent + own) / throughput + lambdaT * k / (1 - k)          [seconds]
+ *
+ * queued: prompt tokens waiting at the last report (SGLang reports them; otherwise waiting requests
+ * times the mean prompt); sent: token work this router routed there since that report, so a burst
+ * between polls spreads; own: this request's prompt tokens (or the mean); throughput: the worker's
+ * reported tokens/s, else the fallback. A worker with no fresh report falls back to the seed
+ * formula's signal in the same unit: its in-flight requests times the mean prompt over the
+ * fallback throughput. k is clamped and ignored when stale, as in the seed formula.
+ */
+export class ExpectedWaitPolicy implements Policy {
+  readonly name = 'least_load';
+  readonly mode = 'expected_wait';
+  readonly needsBody: boolean;
+  readonly options: ExpectedWaitOptions;
+  readonly #env: PolicyEnv;
+  readonly #sent = new Map<string, Sent>();
+
+  constructor(options: ExpectedWaitOptions, env: PolicyEnv) {
+    this.options = options;
+    this.needsBody = options.bodyAware;
+    this.#env = env;
+  }
+
+  score(worker: Worker, ctx: RequestContext): number {
+    return this.#score(worker, this.#own(ctx), this.#env.now());
+  }
+
+  #own(ctx: RequestContext): number {
+    const t = ctx.promptTokens;
+    return t !== undefined && t > 0 && Number.isFinite(t) ? t : this.options.meanPromptTokens;
+  }
+
+  /** Tokens sent since the worker's current report; resets when a newer report arrives. */
+  #sentTokens(worker: Worker): number {
+    const sent = this.#sent.get(worker.id);
+    if (sent === undefined) return 0;
+    const at = worker.load?.at ?? 0;
+    if (at > sent.since) {
+      sent.tokens = 0;
+      sent.since = at;
+    }
+    return sent.tokens;
+  }
+
+  #score(worker: Worker, own: number, now: number): number {
+    const { lambdaT, fallbackThroughput, meanPromptTokens } = this.options;
+    const load = worker.load;
+    const fresh = load !== undefined && now - load.at <= this.#env.staleAfterMs;
+    if (!fresh) return (worker.inFlight * meanPromptTokens + own) / fallbackThroughput;
+    let queued = load.waitingTokens;
+    if (queued === undefined || !(queued >= 0)) {
+      const waiting = load.waiting;
+      queued = waiting !== undefined && waiting >= 0 ? waiting * meanPromptTokens : 0;
+    }
+    const reported = load.throughput;
+    const throughput =
+      reported !== undefined && reported > 0 && Number.isFinite(reported) ? reported : fallbackThroughput;
+    let s = (queued + this.#sentTokens(worker) + own) / throughput;
+    let k = load.kvUsage;
+    if (k !== undefined && k > 0 && Number.isFinite(k)) {
+      if (k > MAX_KV) k = MAX_KV;
+      s += (lambdaT * k) / (1 - k);
+    }
+    return s;
+  }
+
+  select(candidates: readonly Worker[], ctx: RequestContext): Worker | undefined {
+    const now = this.#env.now();
+    const own = this.#own(ctx);
+    let best: Worker | undefined;
+    let bestScore = Infinity;
+    let ties = 0;
+    for (let i = 0; i < candidates.length; i++) {
+      const w = candidates[i] as Worker;
+      const s = this.#score(w, own, now);
+      if (s < bestScore) {
+        best = w;
+        bestScore = s;
+        ties = 1;
+      } else if (s === bestScore) {
+        ties += 1;
+        if (this.#env.rng() * ties < 1) best = w;
+      }
+    }
+    if (best !== undefined) this.#record(best, own);
+    return best;
+  }
+
+  #record(worker: Worker, tokens: number): void {
+    const sent = this.#sent.get(worker.id);
+    if (sent === undefined) this.#sent.set(worker.id, { tokens, since: worker.load?.at ?? 0 });
+    else {
+      this.#sentTokens(worker); // roll over first if a newer report arrived
+      sent.tokens += tokens;
+    }
+  }
+
+  onRemove(workerId: string): void {
+    this.#sent.delete(workerId);
+  }
+}
