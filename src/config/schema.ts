@@ -6,7 +6,10 @@ import { ENGINE_NAMES, parseWorkerUrl } from '../core/worker.js';
  * here and nowhere else, so the three entry points cannot disagree.
  */
 
-export const POLICY_NAMES = ['random', 'round_robin', 'power_of_two', 'least_load'] as const;
+export const POLICY_NAMES = ['random', 'round_robin', 'power_of_two', 'least_load', 'weighted'] as const;
+export const LEAST_LOAD_MODES = ['seed', 'expected_wait'] as const;
+export const SCORER_NAMES = ['queue', 'kv', 'in_flight'] as const;
+export const WEIGHTED_PRESETS = ['gie'] as const;
 export type PolicyName = (typeof POLICY_NAMES)[number];
 
 const finiteAtLeast = (min: number) =>
@@ -40,14 +43,57 @@ const workerObject = z.strictObject({
   apiKey: z.string().min(1).optional(),
   weight: finitePositive().default(1),
   models: z.array(z.string().min(1)).optional(),
+  /** `json` engine: path of the load endpoint (default /load). */
+  loadPath: z
+    .string()
+    .regex(/^\/[^\s#]*$/, { error: 'must be a path starting with /' })
+    .optional(),
+  /** `json` engine: dot paths of each value in the load document (default: LoadSnapshot names). */
+  loadFields: z
+    .strictObject({
+      ranks: z.string().min(1).optional(),
+      kvUsage: z.string().min(1).optional(),
+      running: z.string().min(1).optional(),
+      waiting: z.string().min(1).optional(),
+      waitingTokens: z.string().min(1).optional(),
+      throughput: z.string().min(1).optional(),
+      capacityTokens: z.string().min(1).optional(),
+    })
+    .optional(),
+  /** `tgi` engine: the server's --max-batch-total-tokens, to turn its batch budget into a KV usage. */
+  maxBatchTotalTokens: intInRange(1, 2 ** 31 - 1).optional(),
 });
 
 export const workerSpecSchema = z.preprocess((v) => (typeof v === 'string' ? { url: v } : v), workerObject);
 
 const leastLoadPolicy = z.strictObject({
   name: z.literal('least_load'),
-  /** Weight of the KV-pressure barrier lambda * k / (1 - k), in units of in-flight requests. */
+  /** seed: in_flight + lambda * k / (1 - k); expected_wait: queued token work over throughput. */
+  mode: z.enum(LEAST_LOAD_MODES, { error: `must be one of ${LEAST_LOAD_MODES.join(', ')}` }).default('seed'),
+  /** Weight of the KV-pressure barrier lambda * k / (1 - k), in units of in-flight requests (seed). */
   lambda: finiteAtLeast(0).default(1.5),
+  /** The same barrier's weight in seconds (expected_wait). */
+  lambdaT: finiteAtLeast(0).default(0.15),
+  /** Tokens/s assumed where a worker reports no throughput (expected_wait). */
+  fallbackThroughput: finitePositive().default(2000),
+  /** Prompt size assumed for requests of unknown size (expected_wait). */
+  meanPromptTokens: finitePositive().default(1024),
+  /** Read request bodies for their prompt size (expected_wait; front doors then buffer bodies). */
+  bodyAware: z.boolean({ error: 'must be true or false' }).default(false),
+});
+const weightedPolicy = z.strictObject({
+  name: z.literal('weighted'),
+  /** `gie`: the Gateway API Inference Extension's default chain (queue 2, kv 2). */
+  preset: z.enum(WEIGHTED_PRESETS, { error: `must be one of ${WEIGHTED_PRESETS.join(', ')}` }).optional(),
+  scorers: z
+    .array(
+      z.strictObject({
+        name: z.enum(SCORER_NAMES, { error: `must be one of ${SCORER_NAMES.join(', ')}` }),
+        weight: finitePositive(),
+      }),
+    )
+    .min(1, { error: 'needs at least one scorer' })
+    .optional(),
 });
 const randomPolicy = z.strictObject({ name: z.literal('random') });
 const roundRobinPolicy = z.strictObject({ name: z.literal('round_robin') });
@@ -55,12 +101,16 @@ const powerOfTwoPolicy = z.strictObject({ name: z.literal('power_of_two') });
 
 export const policySchema = z.preprocess(
   (v) => (typeof v === 'string' ? { name: v } : v),
-  z.discriminatedUnion('name', [leastLoadPolicy, randomPolicy, roundRobinPolicy, powerOfTwoPolicy], {
-    error: (issue) =>
-      issue.code === 'invalid_union'
-        ? `unknown policy; valid policies: ${POLICY_NAMES.join(', ')}`
-        : 'must be a policy name or an object with a name',
-  }),
+  z.discriminatedUnion(
+    'name',
+    [leastLoadPolicy, randomPolicy, roundRobinPolicy, powerOfTwoPolicy, weightedPolicy],
+    {
+      error: (issue) =>
+        issue.code === 'invalid_union'
+          ? `unknown policy; valid policies: ${POLICY_NAMES.join(', ')}`
+          : 'must be a policy name or an object with a name',
+    },
+  ),
 );
 
 const pollerSchema = z.strictObject({
@@ -100,7 +150,7 @@ const metricsSchema = z.strictObject({
 
 export const configSchema = z.strictObject({
   workers: z.array(workerSpecSchema).default([]),
-  policy: policySchema.default({ name: 'least_load', lambda: 1.5 }),
+  policy: policySchema.default(() => policySchema.parse('least_load')),
   poller: pollerSchema.default(() => pollerSchema.parse({})),
   envoy: envoySchema.default(() => envoySchema.parse({})),
   proxy: proxySchema.default(() => proxySchema.parse({})),
@@ -113,5 +163,7 @@ export type ConfigInput = z.input<typeof configSchema>;
 /** What the rest of the code gets: every default filled in. */
 export type Config = z.output<typeof configSchema>;
 export type PolicyConfig = Config['policy'];
+/** A policy as users write it: a name, or an object with the name and any parameters. */
+export type PolicyInput = z.input<typeof policySchema>;
 export type WorkerConfig = z.output<typeof workerSpecSchema>;
 export type PollerConfig = Config['poller'];

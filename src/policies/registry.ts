@@ -1,8 +1,10 @@
-import type { PolicyConfig, PolicyName } from '../config/schema.js';
+import type { PolicyConfig, PolicyInput, PolicyName } from '../config/schema.js';
 import { POLICY_NAMES, policySchema } from '../config/schema.js';
 import { parseOrThrow } from '../config/validate.js';
 import { UnknownPolicyError } from '../core/errors.js';
+import { ExpectedWaitPolicy } from './expected-wait.js';
 import { LeastLoadPolicy } from './least-load.js';
+import { GIE_PRESET, WeightedPolicy } from './weighted.js';
 import type { Policy, PolicyEnv } from './policy.js';
 import { PowerOfTwoPolicy } from './power-of-two.js';
 import { RandomPolicy } from './random.js';
@@ -15,7 +17,19 @@ const FACTORIES: { [N in PolicyName]: Factory<N> } = {
   random: (_config, env) => new RandomPolicy(env),
   round_robin: () => new RoundRobinPolicy(),
   power_of_two: (_config, env) => new PowerOfTwoPolicy(env),
-  least_load: (config, env) => new LeastLoadPolicy({ lambda: config.lambda }, env),
+  least_load: (config, env) =>
+    config.mode === 'expected_wait'
+      ? new ExpectedWaitPolicy(
+          {
+            lambdaT: config.lambdaT,
+            fallbackThroughput: config.fallbackThroughput,
+            meanPromptTokens: config.meanPromptTokens,
+            bodyAware: config.bodyAware,
+          },
+          env,
+        )
+      : new LeastLoadPolicy({ lambda: config.lambda }, env),
+  weighted: (config, env) => new WeightedPolicy(config.scorers ?? GIE_PRESET, env),
 };
 
 export const DEFAULT_POLICY_ENV: PolicyEnv = {
@@ -25,8 +39,8 @@ export const DEFAULT_POLICY_ENV: PolicyEnv = {
 };
 
 /** Builds a policy from its name or its config object (validated with the config schema). */
-export function createPolicy(config: string | PolicyConfig, env: Partial<PolicyEnv> = {}): Policy {
-  const name = typeof config === 'string' ? config : config.name;
+export function createPolicy(config: string | PolicyInput, env: Partial<PolicyEnv> = {}): Policy {
+  const name = typeof config === 'string' ? config : (config as { name: string }).name;
   if (!(POLICY_NAMES as readonly string[]).includes(name)) throw new UnknownPolicyError(name, POLICY_NAMES);
   const parsed = parseOrThrow(policySchema, config, 'policy');
   const factory = FACTORIES[parsed.name] as Factory<PolicyName>;

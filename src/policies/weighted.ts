@@ -5,8 +5,7 @@ import { KV_SCORER, KvScorer } from './scorers/kv.js';
 import { QUEUE_SCORER, QueueScorer } from './scorers/queue.js';
 import type { Scorer } from './scorers/scorer.js';
 
-export const SCORER_NAMES = [QUEUE_SCORER, KV_SCORER, IN_FLIGHT_SCORER] as const;
-export type ScorerName = (typeof SCORER_NAMES)[number];
+export type ScorerName = typeof QUEUE_SCORER | typeof KV_SCORER | typeof IN_FLIGHT_SCORER;
 
 export interface WeightedScorerConfig {
   name: ScorerName;

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { POLICY_NAMES, createPolicy } from '../../src/policies/registry.js';
+import { ExpectedWaitPolicy } from '../../src/policies/expected-wait.js';
 import { LeastLoadPolicy } from '../../src/policies/least-load.js';
+import { WeightedPolicy } from '../../src/policies/weighted.js';
 
 test('every accepted policy name builds a policy of that name', () => {
   for (const name of POLICY_NAMES) assert.equal(createPolicy(name).name, name);
@@ -24,5 +26,25 @@ test('unknown names and bad parameters are rejected with codes', () => {
   assert.throws(() => createPolicy({ name: 'least_load', lambda: -1 }), {
     code: 'LLR_CONFIG',
     message: /policy\.lambda: must be finite and >= 0, got -1/,
+  });
+});
+
+test('least_load modes and the weighted policy build from config', () => {
+  const seed = createPolicy({ name: 'least_load' });
+  assert.ok(seed instanceof LeastLoadPolicy, 'seed is the default mode');
+  const ew = createPolicy({ name: 'least_load', mode: 'expected_wait', lambdaT: 0.3, bodyAware: true });
+  assert.ok(ew instanceof ExpectedWaitPolicy);
+  assert.equal(ew.options.lambdaT, 0.3);
+  assert.equal(ew.needsBody, true);
+  assert.equal(ew.name, 'least_load');
+  assert.ok(createPolicy('weighted') instanceof WeightedPolicy);
+  assert.ok(
+    createPolicy({ name: 'weighted', scorers: [{ name: 'in_flight', weight: 1 }] }) instanceof WeightedPolicy,
+  );
+  assert.throws(() => createPolicy({ name: 'weighted', scorers: [{ name: 'latency', weight: 1 }] }), {
+    message: /^policy\.scorers\.0\.name: must be one of queue, kv, in_flight, got "latency"$/,
+  });
+  assert.throws(() => createPolicy({ name: 'least_load', mode: 'fast' }), {
+    message: /^policy\.mode: must be one of seed, expected_wait/,
   });
 });
