@@ -7,11 +7,16 @@ import type { Worker, WorkerSpec } from './core/worker.js';
 import { WorkerPool } from './core/worker-pool.js';
 import type { Policy, RequestContext } from './policies/policy.js';
 import { createPolicy } from './policies/registry.js';
+import { LoadPoller } from './poller/load-poller.js';
+import type { PollResult } from './poller/poll-result.js';
+import type { PollerLogger } from './poller/poller-logger.js';
 
 export interface RouterOptions {
   /** Randomness for policies; seeded in tests and benchmarks. */
   rng?: Rng;
   now?: () => number;
+  /** Where the load poller logs failures (once per change) and recoveries; silent by default. */
+  logger?: PollerLogger;
 }
 
 /** The record `GET /workers` and `router.workers()` return. */
@@ -31,7 +36,7 @@ export interface WorkerRecord {
 }
 
 /** How one load poll ended (the `result` label of `llr_load_polls_total`). */
-export type PollResult = 'ok' | 'error' | 'timeout' | 'http_error' | 'parse_error' | 'too_large';
+export type { PollResult };
 
 /** What a front door saw go wrong with a worker, for passive health. */
 export type FailureKind =
@@ -66,6 +71,8 @@ export class Router {
   readonly config: Config;
   readonly pool = new WorkerPool();
   readonly policy: Policy;
+  /** Reads every worker's load endpoint once started; snapshots replace `worker.load`. */
+  readonly poller: LoadPoller;
   readonly #observers: RouterObserver[] = [];
   readonly #now: () => number;
   readonly #rng: Rng;
@@ -82,7 +89,14 @@ export class Router {
       now: this.#now,
       staleAfterMs: STALE_AFTER_POLLS * config.poller.intervalSecs * 1000,
     });
+    this.poller = new LoadPoller({
+      config: config.poller,
+      host: this,
+      now: this.#now,
+      logger: options.logger,
+    });
     this.pool.onRemove((worker) => {
+      this.poller.remove(worker);
       this.policy.onRemove?.(worker.id);
       for (const o of this.#observers) o.onRemove?.(worker);
     });
@@ -161,6 +175,7 @@ export class Router {
 
   addWorker(spec: WorkerSpec | string): Worker {
     const worker = this.pool.add(spec);
+    this.poller.add(worker);
     for (const o of this.#observers) o.onAdd?.(worker);
     return worker;
   }
@@ -194,9 +209,15 @@ export class Router {
     };
   }
 
-  async start(): Promise<void> {}
+  /** Starts polling every worker's load endpoint (workers added later are polled as they come). */
+  async start(): Promise<void> {
+    this.poller.start();
+  }
 
-  async stop(): Promise<void> {}
+  /** Stops polling; resolves once no timer, request or socket of the poller is left. */
+  async stop(): Promise<void> {
+    await this.poller.stop();
+  }
 }
 
 /** The programmatic entry point: validates the config (throwing ConfigError) and builds a Router. */

@@ -4,12 +4,32 @@ import type { LoadSnapshot } from './load-snapshot.js';
 export const ENGINE_NAMES = ['auto', 'sglang', 'vllm', 'llamacpp', 'trtllm', 'tgi', 'json', 'none'] as const;
 export type EngineName = (typeof ENGINE_NAMES)[number];
 
+/**
+ * Where a `json` engine's values sit in its load document, as dot paths (`stats.kv`, `gpus.0.kv`).
+ * With `ranks` (a path to an array of per-rank objects) the other paths are relative to each element.
+ */
+export interface LoadFieldPaths {
+  ranks?: string;
+  kvUsage?: string;
+  running?: string;
+  waiting?: string;
+  waitingTokens?: string;
+  throughput?: string;
+  capacityTokens?: string;
+}
+
 export interface WorkerSpec {
   url: string;
   engine?: EngineName;
   apiKey?: string;
   weight?: number;
   models?: string[];
+  /** `json` engine: path of the load endpoint, default `/load`. */
+  loadPath?: string;
+  /** `json` engine: where each value sits; default: the LoadSnapshot field names at the top level. */
+  loadFields?: LoadFieldPaths;
+  /** `tgi` engine: the server's --max-batch-total-tokens, which turns its batch size into a KV usage. */
+  maxBatchTotalTokens?: number;
 }
 
 /** Parses a worker base URL into its canonical form and its `host:port` id. */
@@ -51,6 +71,9 @@ export class Worker {
   readonly apiKey: string | undefined;
   readonly weight: number;
   readonly models: readonly string[];
+  readonly loadPath: string | undefined;
+  readonly loadFields: Readonly<LoadFieldPaths> | undefined;
+  readonly maxBatchTotalTokens: number | undefined;
 
   /** What `auto` detection settled on; equals `engine` when that was explicit. */
   detectedEngine: EngineName | undefined;
@@ -76,6 +99,9 @@ export class Worker {
     this.apiKey = s.apiKey;
     this.weight = s.weight ?? 1;
     this.models = s.models ?? [];
+    this.loadPath = s.loadPath;
+    this.loadFields = s.loadFields;
+    this.maxBatchTotalTokens = s.maxBatchTotalTokens;
     this.detectedEngine = this.engine === 'auto' ? undefined : this.engine;
   }
 
