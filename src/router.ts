@@ -3,7 +3,8 @@ import { validateConfig } from './config/validate.js';
 import { NoHealthyWorkerError, UnknownWorkerError } from './core/errors.js';
 import { Lease, type LeaseOutcome } from './core/lease.js';
 import type { Rng } from './core/random.js';
-import type { Worker, WorkerSpec } from './core/worker.js';
+import { isDeepStrictEqual } from 'node:util';
+import { parseWorkerUrl, type Worker, type WorkerSpec } from './core/worker.js';
 import { WorkerPool } from './core/worker-pool.js';
 import type { Policy, RequestContext } from './policies/policy.js';
 import { createPolicy } from './policies/registry.js';
@@ -57,6 +58,29 @@ export interface RouterObserver {
   onFailureReport?(worker: Worker, kind: FailureKind): void;
 }
 
+/** Where a worker came from: the config file, DNS discovery, or the admin/programmatic API. */
+export type WorkerSource = 'config' | 'discovery' | 'api';
+
+export interface ReconfigureResult {
+  added: string[];
+  removed: string[];
+  /** The policy was rebuilt with new settings. */
+  policy: boolean;
+  /** The poller was restarted with new settings. */
+  poller: boolean;
+  /** Config sections that changed but only take effect after a restart. */
+  restartNeeded: string[];
+}
+
+function sameWorker(worker: Worker, spec: WorkerSpec): boolean {
+  return (
+    worker.url === parseWorkerUrl(spec.url).url &&
+    worker.engine === (spec.engine ?? 'auto') &&
+    worker.apiKey === spec.apiKey &&
+    worker.weight === (spec.weight ?? 1)
+  );
+}
+
 // Shared so a pick without context does not allocate one.
 const NO_CONTEXT: RequestContext = Object.freeze({});
 
@@ -68,39 +92,62 @@ export const STALE_AFTER_POLLS = 3;
  * talk to this: `pick()` for a lease, `lease.release()` when the request ends.
  */
 export class Router {
-  readonly config: Config;
   readonly pool = new WorkerPool();
-  readonly policy: Policy;
-  /** Reads every worker's load endpoint once started; snapshots replace `worker.load`. */
-  readonly poller: LoadPoller;
+  #config: Config;
+  #policy: Policy;
+  #poller: LoadPoller;
   readonly #observers: RouterObserver[] = [];
   readonly #now: () => number;
   readonly #rng: Rng;
+  readonly #logger: PollerLogger | undefined;
+  /** Where each worker came from, so a config reload only touches the workers the config owns. */
+  readonly #sources = new Map<string, WorkerSource>();
+  #started = false;
   readonly #onRelease = (lease: Lease, outcome: LeaseOutcome): void => {
     for (const o of this.#observers) o.onRelease?.(lease, outcome);
+    const w = lease.worker;
+    if (w.draining && w.inFlight === 0 && this.pool.get(w.id) === w) this.pool.remove(w.id);
   };
 
   constructor(config: Config, options: RouterOptions = {}) {
-    this.config = config;
+    this.#config = config;
     this.#now = options.now ?? Date.now;
     this.#rng = options.rng ?? Math.random;
-    this.policy = createPolicy(config.policy, {
+    this.#logger = options.logger;
+    this.#policy = this.#createPolicy(config);
+    this.#poller = this.#createPoller(config);
+    this.pool.onRemove((worker) => {
+      this.#sources.delete(worker.id);
+      this.#poller.remove(worker);
+      this.#policy.onRemove?.(worker.id);
+      for (const o of this.#observers) o.onRemove?.(worker);
+    });
+    for (const spec of config.workers) this.addWorker(spec, 'config');
+  }
+
+  get config(): Config {
+    return this.#config;
+  }
+
+  get policy(): Policy {
+    return this.#policy;
+  }
+
+  /** Reads every worker's load endpoint once started; snapshots replace `worker.load`. */
+  get poller(): LoadPoller {
+    return this.#poller;
+  }
+
+  #createPolicy(config: Config): Policy {
+    return createPolicy(config.policy, {
       rng: this.#rng,
       now: this.#now,
       staleAfterMs: STALE_AFTER_POLLS * config.poller.intervalSecs * 1000,
     });
-    this.poller = new LoadPoller({
-      config: config.poller,
-      host: this,
-      now: this.#now,
-      logger: options.logger,
-    });
-    this.pool.onRemove((worker) => {
-      this.poller.remove(worker);
-      this.policy.onRemove?.(worker.id);
-      for (const o of this.#observers) o.onRemove?.(worker);
-    });
-    for (const spec of config.workers) this.addWorker(spec);
+  }
+
+  #createPoller(config: Config): LoadPoller {
+    return new LoadPoller({ config: config.poller, host: this, now: this.#now, logger: this.#logger });
   }
 
   observe(observer: RouterObserver): () => void {
@@ -118,7 +165,7 @@ export class Router {
   pick(ctx: RequestContext = NO_CONTEXT): Lease {
     const started = this.#observers.length > 0 ? process.hrtime.bigint() : 0n;
     const candidates = this.pool.candidates();
-    const worker = candidates.length === 1 ? candidates[0] : this.policy.select(candidates, ctx);
+    const worker = candidates.length === 1 ? candidates[0] : this.#policy.select(candidates, ctx);
     if (worker === undefined) {
       for (const o of this.#observers) o.onNoHealthyWorker?.();
       throw new NoHealthyWorkerError();
@@ -128,7 +175,7 @@ export class Router {
     const lease = new Lease(worker, this.#onRelease);
     if (this.#observers.length > 0) {
       const ns = Number(process.hrtime.bigint() - started);
-      for (const o of this.#observers) o.onPick?.(lease, this.policy.name, ns);
+      for (const o of this.#observers) o.onPick?.(lease, this.#policy.name, ns);
     }
     return lease;
   }
@@ -173,17 +220,81 @@ export class Router {
     for (const o of this.#observers) o.onPoll?.(worker, result, durationSeconds);
   }
 
-  addWorker(spec: WorkerSpec | string): Worker {
+  addWorker(spec: WorkerSpec | string, source: WorkerSource = 'api'): Worker {
     const worker = this.pool.add(spec);
-    this.poller.add(worker);
+    this.#sources.set(worker.id, source);
+    this.#poller.add(worker);
     for (const o of this.#observers) o.onAdd?.(worker);
     return worker;
   }
 
+  /**
+   * Drains a worker: no new picks from now on, requests in flight finish, and the worker leaves
+   * the pool (state, polling and metric series with it) when its last lease is released.
+   */
   removeWorker(id: string): Worker {
-    const worker = this.pool.remove(id);
+    const worker = this.pool.get(id);
     if (!worker) throw new UnknownWorkerError(id);
+    worker.setDraining();
+    if (worker.inFlight === 0) this.pool.remove(id);
     return worker;
+  }
+
+  /** Requests in flight over every worker, draining ones included. */
+  inFlight(): number {
+    let total = 0;
+    for (const w of this.pool.list()) total += w.inFlight;
+    return total;
+  }
+
+  /**
+   * Applies a new config without a restart: workers the config owns are reconciled (new ones
+   * added, missing ones drained; discovered and API-added workers are left alone), and the policy
+   * and poller are rebuilt when their settings changed. Listener ports and the metric prefix
+   * cannot move in a running process: they are reported back in `restartNeeded`.
+   */
+  reconfigure(next: Config): ReconfigureResult {
+    const prev = this.#config;
+    const result: ReconfigureResult = {
+      added: [],
+      removed: [],
+      policy: false,
+      poller: false,
+      restartNeeded: [],
+    };
+    const wanted = new Map(next.workers.map((spec) => [parseWorkerUrl(spec.url).id, spec]));
+    for (const [id, source] of [...this.#sources]) {
+      if (source !== 'config') continue;
+      const spec = wanted.get(id);
+      const current = this.pool.get(id);
+      if (spec && current && sameWorker(current, spec)) continue;
+      this.removeWorker(id);
+      result.removed.push(id);
+    }
+    for (const [id, spec] of wanted) {
+      if (this.pool.has(id)) continue;
+      this.addWorker(spec, 'config');
+      result.added.push(id);
+    }
+    this.#config = next;
+    const pollerChanged = !isDeepStrictEqual(prev.poller, next.poller);
+    if (pollerChanged || !isDeepStrictEqual(prev.policy, next.policy)) {
+      const old = this.#policy;
+      this.#policy = this.#createPolicy(next);
+      result.policy = old.name !== this.#policy.name || !isDeepStrictEqual(prev.policy, next.policy);
+    }
+    if (pollerChanged) {
+      const old = this.#poller;
+      void old.stop();
+      this.#poller = this.#createPoller(next);
+      for (const w of this.pool.list()) if (!w.draining) this.#poller.add(w);
+      if (this.#started) this.#poller.start();
+      result.poller = true;
+    }
+    for (const key of ['envoy', 'proxy', 'metrics', 'host'] as const) {
+      if (!isDeepStrictEqual(prev[key], next[key])) result.restartNeeded.push(key);
+    }
+    return result;
   }
 
   workers(): WorkerRecord[] {
@@ -211,12 +322,14 @@ export class Router {
 
   /** Starts polling every worker's load endpoint (workers added later are polled as they come). */
   async start(): Promise<void> {
-    this.poller.start();
+    this.#started = true;
+    this.#poller.start();
   }
 
   /** Stops polling; resolves once no timer, request or socket of the poller is left. */
   async stop(): Promise<void> {
-    await this.poller.stop();
+    this.#started = false;
+    await this.#poller.stop();
   }
 }
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { seededRng } from '../src/core/random.js';
+import { validateConfig } from '../src/config/validate.js';
 import { createRouter } from '../src/router.js';
 
 const urls = (n: number) => Array.from({ length: n }, (_, i) => `http://10.0.0.${i + 1}:8000`);
@@ -41,19 +42,63 @@ test('least_load: a burst of N picks with no completions spreads evenly', () => 
   }
 });
 
-test('removing a worker prunes it: no more picks, policies told, records gone', () => {
+test('removing a worker drains it: no new picks, in-flight finish, then all state is pruned', () => {
   const router = createRouter({ workers: urls(3) });
   const removed: string[] = [];
   const policy = router.policy as { onRemove?: (id: string) => void };
   policy.onRemove = (id) => removed.push(id);
   const lease = router.pick();
-  router.removeWorker(lease.worker.id);
-  assert.deepEqual(removed, [lease.worker.id]);
+  const id = lease.worker.id;
+  router.removeWorker(id);
+  assert.equal(router.workers().find((w) => w.id === id)?.draining, true, 'still listed while draining');
+  assert.deepEqual(removed, [], 'policy state kept until the drain ends');
+  for (let i = 0; i < 50; i++) router.pick().release();
+  assert.equal(lease.worker.processed, 1, 'a draining worker takes no new picks');
+  lease.release();
+  assert.deepEqual(removed, [id]);
   assert.equal(router.workers().length, 2);
-  for (let i = 0; i < 50; i++) assert.notEqual(router.pick().worker.id, lease.worker.id);
-  lease.release(); // a lease on a removed worker still releases cleanly
   assert.equal(lease.worker.inFlight, 0);
   assert.throws(() => router.removeWorker('nope:1'), { code: 'LLR_UNKNOWN_WORKER' });
+  const idle = router.pool.list()[0]!;
+  router.removeWorker(idle.id);
+  assert.equal(router.pool.has(idle.id), false, 'an idle worker leaves at once');
+});
+
+test('reconfigure: reconciles config workers only, rebuilds policy, reports restart-only keys', () => {
+  const router = createRouter({ workers: urls(2), policy: { name: 'least_load', lambda: 1 } });
+  router.addWorker('http://10.9.0.1:8000'); // added by the API: a reload must not drop it
+  const next = validateConfig({
+    workers: ['http://10.0.0.2:8000', 'http://10.0.0.7:8000'],
+    policy: { name: 'least_load', lambda: 4 },
+    metrics: { port: 9191 },
+  });
+  const result = router.reconfigure(next);
+  assert.deepEqual(result.added, ['10.0.0.7:8000']);
+  assert.deepEqual(result.removed, ['10.0.0.1:8000']);
+  assert.equal(result.policy, true);
+  assert.equal(result.poller, false);
+  assert.deepEqual(result.restartNeeded, ['metrics']);
+  assert.deepEqual(
+    router
+      .workers()
+      .map((w) => w.id)
+      .sort(),
+    ['10.0.0.2:8000', '10.0.0.7:8000', '10.9.0.1:8000'],
+  );
+  assert.equal((router.policy as unknown as { lambda: number }).lambda, 4);
+  const same = router.reconfigure(next);
+  assert.deepEqual(
+    [same.added, same.removed, same.policy],
+    [[], [], false],
+    'a no-op reload changes nothing',
+  );
+  const faster = router.reconfigure(validateConfig({ ...next, poller: { intervalSecs: 0.5 } }));
+  assert.equal(faster.poller, true);
+  assert.equal(
+    router.poller.has(router.pool.get('10.0.0.2:8000')!),
+    true,
+    'the new poller polls every worker',
+  );
 });
 
 test('workers() reports the contract fields and the policy score', () => {

@@ -121,7 +121,7 @@ export class DnsDiscovery {
     for (const url of wanted.values()) {
       const spec = { url, ...(this.#options.engine ? { engine: this.#options.engine } : {}) };
       try {
-        const worker = this.#router.addWorker(spec);
+        const worker = this.#router.addWorker(spec, 'discovery');
         this.#owned.add(worker.id);
         this.#logger.info({ worker: worker.id, name: this.#options.name }, 'worker discovered');
       } catch (err) {

@@ -35,14 +35,14 @@ export class RouterMetrics {
   readonly #polls: Counter<'worker' | 'result'>;
   readonly #healthChanges: Counter<'worker' | 'healthy'>;
   readonly #perWorkerGauges: Gauge<'worker'>[];
-  readonly #policy: string;
+  /** Every policy label used so far (a config reload can change the policy). */
+  readonly #policies = new Set<string>();
 
   constructor(router: Router, options: RouterMetricsOptions = {}) {
     const registry = options.registry ?? new Registry();
     const p = options.prefix ?? router.config.metrics.prefix;
     this.registry = registry;
     this.prefix = p;
-    this.#policy = router.policy.name;
     const registers = [registry];
 
     this.#requests = new Counter({
@@ -138,6 +138,7 @@ export class RouterMetrics {
 
     this.#unobserve = router.observe({
       onPick: (lease, policy, ns) => {
+        this.#policies.add(policy);
         this.#requests.inc({ worker: lease.worker.id, policy });
         pickDuration.observe(ns / 1e9);
       },
@@ -155,7 +156,7 @@ export class RouterMetrics {
   }
 
   #forget(worker: string): void {
-    this.#requests.remove({ worker, policy: this.#policy });
+    for (const policy of this.#policies) this.#requests.remove({ worker, policy });
     for (const outcome of OUTCOMES) this.#outcomes.remove({ worker, outcome });
     for (const kind of FAILURE_KINDS) this.#upstreamErrors.remove({ worker, kind });
     for (const result of POLL_RESULTS) this.#polls.remove({ worker, result });
