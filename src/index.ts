@@ -53,3 +53,6 @@ export type { SimFleet } from './sim/fleet.js';
 export { startSimServer, SimServer } from './sim/sim-server.js';
 export type { SimWorkerSpec } from './sim/sim-server.js';
 export { SCENARIO_NAMES } from './sim/scenarios.js';
+export { Gateway } from './gateway.js';
+export type { GatewayOptions, Listener } from './gateway.js';
+export type { ReconfigureResult, WorkerSource } from './router.js';

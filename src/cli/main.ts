@@ -56,7 +56,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${JSON.stringify(config, null, 2)}\n`);
       return;
     }
-    exitCode = await serve(config);
+    exitCode = await serve(config, flags);
   });
   try {
     await program.parseAsync(argv);

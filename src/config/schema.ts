@@ -148,6 +148,34 @@ const metricsSchema = z.strictObject({
     .default('llr_'),
 });
 
+const adminSchema = z.strictObject({
+  /** Bearer token for POST/DELETE /workers; the admin API is off without it. */
+  token: z.string({ error: 'must be a string' }).min(16, { error: 'must be at least 16 characters' }),
+});
+
+const dnsDiscoverySchema = z.strictObject({
+  /** A name to resolve, e.g. a Kubernetes headless service; names starting with `_` are SRV lookups. */
+  name: z.string().min(1, { error: 'must not be empty' }),
+  port: intInRange(1, 65535).optional(),
+  srv: z.boolean().optional(),
+  intervalSecs: finitePositive().default(10),
+  engine: z.enum(ENGINE_NAMES, { error: `must be one of ${ENGINE_NAMES.join(', ')}` }).default('auto'),
+  scheme: z.enum(['http', 'https'], { error: 'must be http or https' }).default('http'),
+});
+
+const logSchema = z.strictObject({
+  level: z
+    .enum(['debug', 'info', 'warn', 'error', 'silent'], {
+      error: 'must be debug, info, warn, error or silent',
+    })
+    .default('info'),
+});
+
+const shutdownSchema = z.strictObject({
+  /** How long SIGTERM waits for requests in flight before exiting anyway. */
+  drainTimeoutSecs: finiteAtLeast(0).default(30),
+});
+
 export const configSchema = z.strictObject({
   workers: z.array(workerSpecSchema).default([]),
   policy: policySchema.default(() => policySchema.parse('least_load')),
@@ -156,6 +184,10 @@ export const configSchema = z.strictObject({
   proxy: proxySchema.default(() => proxySchema.parse({})),
   metrics: metricsSchema.default(() => metricsSchema.parse({})),
   host: z.string().min(1).default('0.0.0.0'),
+  admin: adminSchema.optional(),
+  discovery: z.strictObject({ dns: dnsDiscoverySchema.optional() }).optional(),
+  log: logSchema.default(() => logSchema.parse({})),
+  shutdown: shutdownSchema.default(() => shutdownSchema.parse({})),
 });
 
 /** What users write: every field optional, policies and workers also as bare strings. */

@@ -3,9 +3,14 @@ import type { AddressInfo } from 'node:net';
 import type { RouterMetrics } from '../metrics/router-metrics.js';
 import type { Router } from '../router.js';
 
+/** A handler that answers the requests it owns and returns false for the rest. */
+export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
+
 export interface StatusServerOptions {
   port: number;
   host?: string;
+  /** Tried before the status routes; the admin API plugs in here. */
+  admin?: RequestHandler;
 }
 
 export interface StatusServer {
@@ -24,8 +29,8 @@ const json = (value: unknown): string => `${JSON.stringify(value)}\n`;
  * The handler behind the metrics port: `/metrics`, `/healthz`, `/readyz`, `/workers`. Returns false
  * for paths it does not own, so it can sit in front of other handlers (the admin API).
  */
-export function statusRequestHandler(router: Router, metrics: RouterMetrics | undefined) {
-  return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
+export function statusRequestHandler(router: Router, metrics: RouterMetrics | undefined): RequestHandler {
+  return async (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
     switch (path) {
@@ -56,7 +61,10 @@ export async function startStatusServer(
   metrics: RouterMetrics | undefined,
   options: StatusServerOptions,
 ): Promise<StatusServer> {
-  const handle = statusRequestHandler(router, metrics);
+  const status = statusRequestHandler(router, metrics);
+  const admin = options.admin;
+  const handle: RequestHandler = async (req, res) =>
+    (admin !== undefined && (await admin(req, res))) || status(req, res);
   const server: Server = createServer((req, res) => {
     handle(req, res).then(
       (handled) => {
