@@ -2,6 +2,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import * as pickCost from './pick-cost.js';
 import * as promParse from './prometheus-parse.js';
+import * as proxyBench from './proxy.js';
 
 const results: Record<string, unknown> = {};
 console.log(`least-load-router benchmarks on node ${process.version}, ${new Date().toISOString()}`);
@@ -11,6 +12,9 @@ results.pickCost = pick;
 const pp = await promParse.run();
 promParse.print(pp);
 results.prometheusParse = pp;
+const px = await proxyBench.run();
+proxyBench.print(px);
+results.proxy = px;
 
 await mkdir('bench/results', { recursive: true });
 await writeFile('bench/results/bench.json', `${JSON.stringify(results, null, 2)}\n`);

@@ -4,6 +4,7 @@ import type { Logger } from './logging/logger.js';
 import { silentLogger } from './logging/logger.js';
 import { logRouterEvents } from './logging/router-logging.js';
 import { RouterMetrics } from './metrics/router-metrics.js';
+import { startProxyServer, type ProxyServerOptions } from './express/standalone-proxy.js';
 import { Router, type RouterOptions } from './router.js';
 import { adminRequestHandler } from './status/admin-api.js';
 import { startStatusServer } from './status/status-server.js';
@@ -63,6 +64,23 @@ export class Gateway {
       admin,
     });
     return this.add({ name: 'status', port: server.port, close: () => server.close() });
+  }
+
+  /** The standalone HTTP reverse proxy (the Express middleware in an app of our own). */
+  async startProxy(
+    port: number,
+    options: Omit<ProxyServerOptions, 'port' | 'observer'> = {},
+  ): Promise<Listener> {
+    const proxy = await startProxyServer(this.router, {
+      shutdownGraceMs: this.config.shutdown.drainTimeoutSecs * 1000,
+      ...options,
+      port,
+      observer: {
+        onUpstreamError: (e) => this.metrics.proxyUpstreamError(e.worker.id, e.phase),
+        onReject: (e) => this.metrics.rejected('proxy', e.status, e.code),
+      },
+    });
+    return this.add({ name: 'proxy', port: proxy.port, close: () => proxy.close() });
   }
 
   /** Registers a listener started elsewhere (a front door) so shutdown closes it. */

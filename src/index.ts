@@ -42,7 +42,12 @@ export { LoadPoller } from './poller/load-poller.js';
 export type { LoadPollerOptions, PollerHost } from './poller/load-poller.js';
 export { parsePrometheusText, PromDocument } from './poller/prometheus-text.js';
 export type { PromSample, PromParseOptions } from './poller/prometheus-text.js';
-export { PrometheusParseError, LoadParseError, PollRequestError, PollCancelledError } from './poller/errors.js';
+export {
+  PrometheusParseError,
+  LoadParseError,
+  PollRequestError,
+  PollCancelledError,
+} from './poller/errors.js';
 export { POLL_RESULTS } from './poller/poll-result.js';
 export type { PollerLogger } from './poller/poller-logger.js';
 export type { LoadSource, ReadContext } from './poller/engine.js';
@@ -56,3 +61,4 @@ export { SCENARIO_NAMES } from './sim/scenarios.js';
 export { Gateway } from './gateway.js';
 export type { GatewayOptions, Listener } from './gateway.js';
 export type { ReconfigureResult, WorkerSource } from './router.js';
+export * from './express/index.js';

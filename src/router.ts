@@ -16,6 +16,11 @@ export interface RouterOptions {
   /** Randomness for policies; seeded in tests and benchmarks. */
   rng?: Rng;
   now?: () => number;
+  /**
+   * Use this policy instead of building one from `config.policy` (custom policies, benchmarks'
+   * oracle). A config reload keeps it.
+   */
+  policy?: Policy;
   /** Where the load poller logs failures (once per change) and recoveries; silent by default. */
   logger?: PollerLogger;
 }
@@ -100,6 +105,7 @@ export class Router {
   readonly #now: () => number;
   readonly #rng: Rng;
   readonly #logger: PollerLogger | undefined;
+  readonly #injectedPolicy: Policy | undefined;
   /** Where each worker came from, so a config reload only touches the workers the config owns. */
   readonly #sources = new Map<string, WorkerSource>();
   #started = false;
@@ -114,6 +120,7 @@ export class Router {
     this.#now = options.now ?? Date.now;
     this.#rng = options.rng ?? Math.random;
     this.#logger = options.logger;
+    this.#injectedPolicy = options.policy;
     this.#policy = this.#createPolicy(config);
     this.#poller = this.#createPoller(config);
     this.pool.onRemove((worker) => {
@@ -139,6 +146,7 @@ export class Router {
   }
 
   #createPolicy(config: Config): Policy {
+    if (this.#injectedPolicy) return this.#injectedPolicy;
     return createPolicy(config.policy, {
       rng: this.#rng,
       now: this.#now,

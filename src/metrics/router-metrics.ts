@@ -37,6 +37,10 @@ export class RouterMetrics {
   readonly #perWorkerGauges: Gauge<'worker'>[];
   /** Every policy label used so far (a config reload can change the policy). */
   readonly #policies = new Set<string>();
+  readonly #proxyErrors: Counter<'worker' | 'phase'>;
+  readonly #rejections: Counter<'front_door' | 'status' | 'code'>;
+  readonly #streams: Counter<'event'>;
+  readonly #activeStreams: Gauge;
 
   constructor(router: Router, options: RouterMetricsOptions = {}) {
     const registry = options.registry ?? new Registry();
@@ -90,6 +94,30 @@ export class RouterMetrics {
       name: `${p}worker_health_changes_total`,
       help: 'Worker health transitions, by the health the worker moved to.',
       labelNames: ['worker', 'healthy'],
+      registers,
+    });
+
+    this.#proxyErrors = new Counter({
+      name: `${p}proxy_upstream_errors_total`,
+      help: 'HTTP proxy errors talking to a worker, by phase (request: before any response byte).',
+      labelNames: ['worker', 'phase'],
+      registers,
+    });
+    this.#rejections = new Counter({
+      name: `${p}rejected_requests_total`,
+      help: 'Requests a front door answered itself (no healthy worker, body too large, ...).',
+      labelNames: ['front_door', 'status', 'code'],
+      registers,
+    });
+    this.#streams = new Counter({
+      name: `${p}ext_proc_streams_total`,
+      help: 'Envoy ext_proc streams, by event (opened, closed).',
+      labelNames: ['event'],
+      registers,
+    });
+    this.#activeStreams = new Gauge({
+      name: `${p}ext_proc_active_streams`,
+      help: 'Envoy ext_proc streams open now.',
       registers,
     });
 
@@ -155,7 +183,27 @@ export class RouterMetrics {
     });
   }
 
+  /** Front-door events that the router itself does not see. */
+  proxyUpstreamError(worker: string, phase: string): void {
+    this.#proxyErrors.inc({ worker, phase });
+  }
+
+  rejected(frontDoor: 'proxy' | 'ext_proc', status: number, code: string): void {
+    this.#rejections.inc({ front_door: frontDoor, status: String(status), code });
+  }
+
+  streamOpened(): void {
+    this.#streams.inc({ event: 'opened' });
+    this.#activeStreams.inc();
+  }
+
+  streamClosed(): void {
+    this.#streams.inc({ event: 'closed' });
+    this.#activeStreams.dec();
+  }
+
   #forget(worker: string): void {
+    for (const phase of ['request', 'response']) this.#proxyErrors.remove({ worker, phase });
     for (const policy of this.#policies) this.#requests.remove({ worker, policy });
     for (const outcome of OUTCOMES) this.#outcomes.remove({ worker, outcome });
     for (const kind of FAILURE_KINDS) this.#upstreamErrors.remove({ worker, kind });
