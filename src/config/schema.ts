@@ -6,10 +6,20 @@ import { ENGINE_NAMES, parseWorkerUrl } from '../core/worker.js';
  * here and nowhere else, so the three entry points cannot disagree.
  */
 
-export const POLICY_NAMES = ['random', 'round_robin', 'power_of_two', 'least_load', 'weighted'] as const;
+export const POLICY_NAMES = [
+  'random',
+  'round_robin',
+  'power_of_two',
+  'least_load',
+  'weighted',
+  'consistent_hashing',
+  'manual',
+  'prefix_hash',
+  'cache_aware',
+] as const;
 export const LEAST_LOAD_MODES = ['seed', 'expected_wait'] as const;
-export const SCORER_NAMES = ['queue', 'kv', 'in_flight'] as const;
-export const WEIGHTED_PRESETS = ['gie'] as const;
+export const SCORER_NAMES = ['queue', 'kv', 'in_flight', 'prefix'] as const;
+export const WEIGHTED_PRESETS = ['gie', 'gie_load'] as const;
 export type PolicyName = (typeof POLICY_NAMES)[number];
 
 const finiteAtLeast = (min: number) =>
@@ -83,7 +93,7 @@ const leastLoadPolicy = z.strictObject({
 });
 const weightedPolicy = z.strictObject({
   name: z.literal('weighted'),
-  /** `gie`: the Gateway API Inference Extension's default chain (queue 2, kv 2). */
+  /** `gie`: the Gateway API Inference Extension's default chain (queue 2, kv 2, prefix 3); `gie_load` without prefix. */
   preset: z.enum(WEIGHTED_PRESETS, { error: `must be one of ${WEIGHTED_PRESETS.join(', ')}` }).optional(),
   scorers: z
     .array(
@@ -95,6 +105,51 @@ const weightedPolicy = z.strictObject({
     .min(1, { error: 'needs at least one scorer' })
     .optional(),
 });
+const headerList = z
+  .array(z.string().regex(/^[a-z0-9-]+$/, { error: 'must be a lower-case HTTP header name' }))
+  .min(1, { error: 'needs at least one header' })
+  .default(['x-session-id', 'x-routing-key']);
+const virtualNodes = intInRange(1, 10000).default(150);
+const fraction = (fallback: number) =>
+  z
+    .number({ error: 'must be in 0..1' })
+    .min(0, { error: 'must be in 0..1' })
+    .max(1, { error: 'must be in 0..1' })
+    .default(fallback);
+
+const consistentHashingPolicy = z.strictObject({
+  name: z.literal('consistent_hashing'),
+  /** Headers that carry the routing key, first present wins; then `authorization`. */
+  headers: headerList,
+  virtualNodes,
+});
+const manualPolicy = z.strictObject({
+  name: z.literal('manual'),
+  headers: headerList,
+  /** How the first request of a key picks its worker. */
+  subPolicy: z
+    .enum(['random', 'least_in_flight'], { error: 'must be random or least_in_flight' })
+    .default('least_in_flight'),
+  ttlSecs: finitePositive().default(4 * 3600),
+  maxKeys: intInRange(1, 10_000_000).default(100_000),
+});
+const prefixHashPolicy = z.strictObject({
+  name: z.literal('prefix_hash'),
+  prefixChars: intInRange(1, 1_000_000).default(256),
+  /** A worker over loadFactor times the mean in-flight is skipped (bounded-load hashing). */
+  loadFactor: finiteAtLeast(1).default(1.25),
+  virtualNodes,
+});
+const cacheAwarePolicy = z.strictObject({
+  name: z.literal('cache_aware'),
+  /** Route to the longest prefix match when it covers more than this share of the prompt. */
+  cacheThreshold: fraction(0.3),
+  balanceAbsThreshold: finiteAtLeast(0).default(64),
+  balanceRelThreshold: finiteAtLeast(1).default(1.5),
+  kvOverloadThreshold: fraction(0.95),
+  /** Prompt characters remembered per worker (LRU beyond it). */
+  maxCharsPerWorker: intInRange(1, 2 ** 31 - 1).default(2_000_000),
+});
 const randomPolicy = z.strictObject({ name: z.literal('random') });
 const roundRobinPolicy = z.strictObject({ name: z.literal('round_robin') });
 const powerOfTwoPolicy = z.strictObject({ name: z.literal('power_of_two') });
@@ -103,7 +158,17 @@ export const policySchema = z.preprocess(
   (v) => (typeof v === 'string' ? { name: v } : v),
   z.discriminatedUnion(
     'name',
-    [leastLoadPolicy, randomPolicy, roundRobinPolicy, powerOfTwoPolicy, weightedPolicy],
+    [
+      leastLoadPolicy,
+      randomPolicy,
+      roundRobinPolicy,
+      powerOfTwoPolicy,
+      weightedPolicy,
+      consistentHashingPolicy,
+      manualPolicy,
+      prefixHashPolicy,
+      cacheAwarePolicy,
+    ],
     {
       error: (issue) =>
         issue.code === 'invalid_union'

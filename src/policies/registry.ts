@@ -4,7 +4,11 @@ import { parseOrThrow } from '../config/validate.js';
 import { UnknownPolicyError } from '../core/errors.js';
 import { ExpectedWaitPolicy } from './expected-wait.js';
 import { LeastLoadPolicy } from './least-load.js';
-import { GIE_PRESET, WeightedPolicy } from './weighted.js';
+import { WEIGHTED_PRESETS, WeightedPolicy } from './weighted.js';
+import { CacheAwarePolicy } from './cache-aware.js';
+import { ConsistentHashingPolicy } from './consistent-hashing.js';
+import { ManualPolicy } from './manual.js';
+import { PrefixHashPolicy } from './prefix-hash.js';
 import type { Policy, PolicyEnv } from './policy.js';
 import { PowerOfTwoPolicy } from './power-of-two.js';
 import { RandomPolicy } from './random.js';
@@ -29,7 +33,12 @@ const FACTORIES: { [N in PolicyName]: Factory<N> } = {
           env,
         )
       : new LeastLoadPolicy({ lambda: config.lambda }, env),
-  weighted: (config, env) => new WeightedPolicy(config.scorers ?? GIE_PRESET, env),
+  weighted: (config, env) =>
+    new WeightedPolicy(config.scorers ?? WEIGHTED_PRESETS[config.preset ?? 'gie'], env),
+  consistent_hashing: (config, env) => new ConsistentHashingPolicy(config, env),
+  manual: (config, env) => new ManualPolicy(config, env),
+  prefix_hash: (config, env) => new PrefixHashPolicy(config, env),
+  cache_aware: (config, env) => new CacheAwarePolicy(config, env),
 };
 
 export const DEFAULT_POLICY_ENV: PolicyEnv = {

@@ -31,7 +31,7 @@ const bad: [string, unknown, RegExp][] = [
   [
     'unknown policy lists the valid ones',
     { policy: 'fastest' },
-    /^policy\.name: unknown policy; valid policies: random, round_robin, power_of_two, least_load, weighted, got "fastest"$/,
+    /^policy\.name: unknown policy; valid policies: random, round_robin, power_of_two, least_load, weighted, consistent_hashing, manual, prefix_hash, cache_aware, got "fastest"$/,
   ],
   ['unknown top-level key', { polling: {} }, /^polling: unknown key$/],
   ['unknown nested key', { poller: { interval: 1 } }, /^poller\.interval: unknown key$/],

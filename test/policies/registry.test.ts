@@ -42,7 +42,7 @@ test('least_load modes and the weighted policy build from config', () => {
     createPolicy({ name: 'weighted', scorers: [{ name: 'in_flight', weight: 1 }] }) instanceof WeightedPolicy,
   );
   assert.throws(() => createPolicy({ name: 'weighted', scorers: [{ name: 'latency', weight: 1 }] }), {
-    message: /^policy\.scorers\.0\.name: must be one of queue, kv, in_flight, got "latency"$/,
+    message: /^policy\.scorers\.0\.name: must be one of queue, kv, in_flight, prefix, got "latency"$/,
   });
   assert.throws(() => createPolicy({ name: 'least_load', mode: 'fast' }), {
     message: /^policy\.mode: must be one of seed, expected_wait/,

@@ -85,3 +85,25 @@ test('weighted: scratch space grows with the fleet', () => {
   const ws = Array.from({ length: 100 }, (_, i) => worker(i + 1, { inFlight: 100 - i }));
   assert.equal(policy.select(ws, {})?.port, 100);
 });
+
+test('weighted: the prefix scorer learns from picks and steers repeated prompts; it makes the policy read bodies', () => {
+  const policy = new WeightedPolicy(GIE_PRESET, env(4));
+  assert.equal(policy.needsBody, true);
+  assert.equal(
+    new WeightedPolicy(
+      GIE_PRESET.filter((s) => s.name !== 'prefix'),
+      env(),
+    ).needsBody,
+    false,
+  );
+  const ws = [worker(1, fresh({ waiting: 0, kvUsage: 0.1 })), worker(2, fresh({ waiting: 0, kvUsage: 0.1 }))];
+  const prompt = 'You are a helpful assistant. '.repeat(40);
+  const first = policy.select(ws, { prompt, model: 'm' })!;
+  for (let i = 0; i < 20; i++)
+    assert.equal(policy.select(ws, { prompt: `${prompt} turn ${i}`, model: 'm' }), first);
+  policy.onRemove(first.id);
+  const counts = tally(400, () =>
+    policy.select(ws, { prompt: `${Math.random().toString(36).slice(2)} unrelated`, model: 'x' })!,
+  );
+  assert.equal(counts.size, 2, 'unrelated prompts still spread');
+});

@@ -15,6 +15,8 @@ export interface ScorerEnv {
 export interface Scorer {
   readonly name: string;
   score(candidates: readonly Worker[], ctx: RequestContext, out: Float64Array): void;
+  /** Told the winner of each pick, for scorers that learn from routing (prefix). */
+  onPick?(worker: Worker, ctx: RequestContext): void;
   onRemove?(workerId: string): void;
 }
 
