@@ -12,9 +12,9 @@ import { startFleet } from '../src/sim/fleet.js';
 import { scenarioWorkers } from '../src/sim/scenarios.js';
 import type { SimStats, SimWorkerSpec } from '../src/sim/sim-server.js';
 import { runVirtual } from '../src/sim/virtual-run.js';
-import { runLoad } from './load-generator.js';
-import { type LoadSummary, percentiles } from './load-summary.js';
-import { createWorkload, sizeSampler, type WorkloadItem } from './workload.js';
+import { runLoad } from '../src/sim/load-generator.js';
+import { type LoadSummary, percentiles } from '../src/sim/load-summary.js';
+import { createWorkload, sizeSampler, type WorkloadItem } from '../src/sim/workload.js';
 
 export interface BaselineOptions {
   durationSec?: number;

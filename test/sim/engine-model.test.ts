@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createWorkload } from '../../bench/workload.js';
+import { createWorkload } from '../../src/sim/workload.js';
 import { estimateCapacity } from '../../src/sim/capacity.js';
 import { EngineModel, type FinishReason } from '../../src/sim/engine-model.js';
 import { resolveEngineParams } from '../../src/sim/engine-params.js';

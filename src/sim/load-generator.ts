@@ -1,6 +1,6 @@
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { makePromptText } from '../src/sim/tokens.js';
+import { makePromptText } from './tokens.js';
 import { type LoadRecord, type LoadSummary, summarize } from './load-summary.js';
 import type { WorkloadItem } from './workload.js';
 

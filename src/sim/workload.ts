@@ -1,4 +1,4 @@
-import { type Rng, seededRng } from '../src/core/random.js';
+import { type Rng, seededRng } from '../core/random.js';
 
 /**
  * Seeded request streams for the load generator and the policy benchmark. Sizes and arrival gaps
