@@ -3,6 +3,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import * as pickCost from './pick-cost.js';
 import * as promParse from './prometheus-parse.js';
 import * as proxyBench from './proxy.js';
+import * as extProc from './ext-proc.js';
+import * as prefixPolicies from './prefix-policies.js';
 
 const results: Record<string, unknown> = {};
 console.log(`least-load-router benchmarks on node ${process.version}, ${new Date().toISOString()}`);
@@ -15,6 +17,12 @@ results.prometheusParse = pp;
 const px = await proxyBench.run();
 proxyBench.print(px);
 results.proxy = px;
+const ep = await extProc.run();
+extProc.print(ep);
+results.extProc = ep;
+const prefix = await prefixPolicies.run();
+prefixPolicies.print(prefix);
+results.prefixPolicies = prefix;
 
 await mkdir('bench/results', { recursive: true });
 await writeFile('bench/results/bench.json', `${JSON.stringify(results, null, 2)}\n`);

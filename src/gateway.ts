@@ -4,6 +4,7 @@ import type { Logger } from './logging/logger.js';
 import { silentLogger } from './logging/logger.js';
 import { logRouterEvents } from './logging/router-logging.js';
 import { RouterMetrics } from './metrics/router-metrics.js';
+import { createExtProcServer } from './envoy/ext-proc-server.js';
 import { startProxyServer, type ProxyServerOptions } from './express/standalone-proxy.js';
 import { Router, type RouterOptions } from './router.js';
 import { adminRequestHandler } from './status/admin-api.js';
@@ -81,6 +82,18 @@ export class Gateway {
       },
     });
     return this.add({ name: 'proxy', port: proxy.port, close: () => proxy.close() });
+  }
+
+  /** The Envoy ext_proc gRPC server. */
+  async startExtProc(port: number): Promise<Listener> {
+    const server = await createExtProcServer(this.router, {
+      port,
+      observer: {
+        onStreamOpen: () => this.metrics.streamOpened(),
+        onStreamClose: () => this.metrics.streamClosed(),
+      },
+    });
+    return this.add({ name: 'ext_proc', port: server.port, close: () => server.close() });
   }
 
   /** Registers a listener started elsewhere (a front door) so shutdown closes it. */

@@ -62,3 +62,8 @@ export { Gateway } from './gateway.js';
 export type { GatewayOptions, Listener } from './gateway.js';
 export type { ReconfigureResult, WorkerSource } from './router.js';
 export * from './express/index.js';
+export { createExtProcServer, LIVENESS_SERVICE, READINESS_SERVICE } from './envoy/ext-proc-server.js';
+export type { ExtProcServer, ExtProcServerOptions } from './envoy/ext-proc-server.js';
+export { ExtProcListenError } from './envoy/errors.js';
+export { bodyFields, parseJsonBody } from './policies/body-fields.js';
+export { OraclePolicy } from './sim/oracle-policy.js';

@@ -18,6 +18,10 @@ export async function serve(config: Config, flags: ConfigFlags): Promise<number>
     const status = await gateway.startStatus(config.metrics.port);
     logger.info({ port: status.port, host: config.host }, 'metrics and status listening');
   }
+  if (config.envoy.port > 0) {
+    const extProc = await gateway.startExtProc(config.envoy.port);
+    logger.info({ port: extProc.port, host: config.host }, 'Envoy ext_proc server listening');
+  }
   if (config.proxy.port > 0) {
     const proxy = await gateway.startProxy(config.proxy.port);
     logger.info({ port: proxy.port, host: config.host }, 'HTTP proxy listening');

@@ -15,7 +15,8 @@ import type { ProxyObserver, UpstreamErrorEvent } from './observer.js';
 import type { MiddlewareOptions } from './options.js';
 import type { PathRewriter } from './path-rewrite.js';
 import { proxyTarget, type ProxyTarget } from './proxy-target.js';
-import { parseJsonBody, requestContext } from './request-context.js';
+import { parseJsonBody } from '../policies/body-fields.js';
+import { requestContext } from './request-context.js';
 
 /** The first try plus one retry on another worker. */
 export const MAX_ATTEMPTS = 2;

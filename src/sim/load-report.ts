@@ -104,14 +104,24 @@ const FAMILIES: readonly Family[] = [
  * vLLM (V1, >= 0.10) `GET /metrics`: one series per DP engine (`engine` label), counters with the
  * `_total` and `_created` samples prometheus_client writes. `kv_cache_usage_perc` is a 0..1
  * fraction despite its name, as in vLLM.
+ *
+ * `counterScale` (1 / speedup) keeps rates honest under time compression: a scraper divides
+ * counter deltas by wall seconds, so counters are reported per wall second to make the derived
+ * rate come out in model units, like SGLang's gen_throughput gauge. At speedup 1 it changes nothing.
  */
-export function vllmMetrics(ranks: readonly RankReport[], modelName: string, createdSec: number): string {
+export function vllmMetrics(
+  ranks: readonly RankReport[],
+  modelName: string,
+  createdSec: number,
+  counterScale = 1,
+): string {
   const lines: string[] = [];
   const labels = (r: RankReport) => `{engine="${r.rank}",model_name="${modelName}"}`;
   for (const f of FAMILIES) {
     const full = f.type === 'counter' ? `${f.name}_total` : f.name;
     lines.push(`# HELP ${full} ${f.help}`, `# TYPE ${full} ${f.type}`);
-    for (const r of ranks) lines.push(`${full}${labels(r)} ${pyFloat(f.value(r))}`);
+    const scale = f.type === 'counter' ? counterScale : 1;
+    for (const r of ranks) lines.push(`${full}${labels(r)} ${pyFloat(f.value(r) * scale)}`);
     if (f.type === 'counter') {
       for (const r of ranks) lines.push(`${f.name}_created${labels(r)} ${pyFloat(createdSec)}`);
     }

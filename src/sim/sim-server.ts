@@ -251,7 +251,7 @@ export class SimServer {
         case '/metrics':
           if (this.loadFormat !== 'vllm') break;
           res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
-          res.end(vllmMetrics(this.#rankReports(), this.#servedModel(), this.#createdSec));
+          res.end(vllmMetrics(this.#rankReports(), this.#servedModel(), this.#createdSec, 1 / this.speedup));
           return;
       }
     }

@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { test } from 'node:test';
 import { reserializeBody } from '../../src/express/body.js';
 import { createPathRewriter } from '../../src/express/path-rewrite.js';
-import { bodyFields, parseJsonBody } from '../../src/express/request-context.js';
+import { bodyFields, parseJsonBody } from '../../src/policies/body-fields.js';
 
 test('bodyFields: OpenAI chat, completions, token ids, SGLang text, TGI inputs', () => {
   const table: [unknown, ReturnType<typeof bodyFields>][] = [
