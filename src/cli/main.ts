@@ -6,6 +6,7 @@ import { ConfigError, LlrError } from '../core/errors.js';
 import { ENGINE_NAMES } from '../core/worker.js';
 import { DEMO_DEFAULTS, SCENARIO_NAMES, demo, type DemoOptions } from './demo.js';
 import { serve } from './serve.js';
+import { simFleet } from './sim.js';
 
 /** Exit code for a bad flag or config, as the contract says. */
 export const EXIT_USAGE = 2;
@@ -13,6 +14,7 @@ export const EXIT_USAGE = 2;
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 interface DemoFlags {
+  sim?: boolean;
   duration?: string;
   scenario?: string;
   policies?: string;
@@ -78,6 +80,13 @@ function buildProgram(
     .option('--metrics-port <n>', 'status and metrics port (default: any free port)')
     .action((flags: DemoFlags) => runDemo(flags));
 
+  program
+    .command('sim')
+    .description('run a simulated LLM fleet on local ports until Ctrl-C (workers to try the router with)')
+    .option('--scenario <name>', `${SCENARIO_NAMES.join(', ')} (default mixed)`)
+    .option('--speedup <n>', 'model time runs this much faster than the clock (default 1)')
+    .action((flags: DemoFlags) => runDemo({ ...flags, sim: true }));
+
   return program;
 }
 
@@ -119,7 +128,8 @@ export async function main(argv: string[]): Promise<number> {
       exitCode = await serve(config, flags);
     },
     async (flags) => {
-      exitCode = await demo(parseDemoFlags(flags));
+      const options = parseDemoFlags(flags.sim ? { speedup: '1', ...flags } : flags);
+      exitCode = flags.sim ? await simFleet(options.scenario, options.speedup) : await demo(options);
     },
   );
   try {
