@@ -1,5 +1,6 @@
 import type { Worker } from '../core/worker.js';
 import { MAX_KV } from './kv-usage.js';
+import { pickLowest } from './pick-lowest.js';
 import type { Policy, PolicyEnv, RequestContext } from './policy.js';
 
 export interface ExpectedWaitOptions {
@@ -92,21 +93,7 @@ export class ExpectedWaitPolicy implements Policy {
   select(candidates: readonly Worker[], ctx: RequestContext): Worker | undefined {
     const now = this.#env.now();
     const own = this.#own(ctx);
-    let best: Worker | undefined;
-    let bestScore = Infinity;
-    let ties = 0;
-    for (let i = 0; i < candidates.length; i++) {
-      const w = candidates[i] as Worker;
-      const s = this.#score(w, own, now);
-      if (s < bestScore) {
-        best = w;
-        bestScore = s;
-        ties = 1;
-      } else if (s === bestScore) {
-        ties += 1;
-        if (this.#env.rng() * ties < 1) best = w;
-      }
-    }
+    const best = pickLowest(candidates, (w) => this.#score(w, own, now), this.#env.rng);
     if (best !== undefined) this.#record(best, own);
     return best;
   }

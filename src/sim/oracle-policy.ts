@@ -1,4 +1,5 @@
 import type { Worker } from '../core/worker.js';
+import { pickLowest } from '../policies/pick-lowest.js';
 import type { Policy, PolicyEnv, RequestContext } from '../policies/policy.js';
 import { resolveEngineParams } from './engine-params.js';
 import type { SimFleet } from './fleet.js';
@@ -45,19 +46,6 @@ export class OraclePolicy implements Policy {
   }
 
   select(candidates: readonly Worker[], ctx: RequestContext): Worker | undefined {
-    let best: Worker | undefined;
-    let bestScore = Infinity;
-    let ties = 0;
-    for (const w of candidates) {
-      const s = this.score(w, ctx);
-      if (s < bestScore) {
-        best = w;
-        bestScore = s;
-        ties = 1;
-      } else if (s === bestScore && this.#env.rng() * ++ties < 1) {
-        best = w;
-      }
-    }
-    return best;
+    return pickLowest(candidates, (w) => this.score(w, ctx), this.#env.rng);
   }
 }

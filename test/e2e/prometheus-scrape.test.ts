@@ -1,32 +1,13 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { freePort, until } from '../helpers.js';
 import { RouterMetrics } from '../../src/metrics/router-metrics.js';
 import { createRouter } from '../../src/router.js';
 import { startStatusServer } from '../../src/status/status-server.js';
-
-/** Prometheus needs a fixed listen address, so borrow a free port from the kernel first. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 test('a real Prometheus server scrapes /metrics and reads our values back', async (t) => {
   const router = createRouter({ workers: ['http://10.0.0.1:8000', 'http://10.0.0.2:8000'] });
@@ -68,12 +49,16 @@ test('a real Prometheus server scrapes /metrics and reads our values back', asyn
   prom.once('error', (err) => assert.fail(`cannot start prometheus (.ci/run installs it): ${err.message}`));
 
   const query = `sum(llr_requests_total{job="llr",policy="least_load"})`;
-  const total = await until(`prometheus to report ${query}\n${stderr}`, async () => {
-    const res = await fetch(`http://127.0.0.1:${port}/api/v1/query?query=${encodeURIComponent(query)}`);
-    const body = (await res.json()) as { data: { result: { value: [number, string] }[] } };
-    const value = body.data.result[0]?.value[1];
-    return value === undefined ? undefined : Number(value);
-  });
+  const total = await until(
+    `prometheus to report ${query}`,
+    async () => {
+      const res = await fetch(`http://127.0.0.1:${port}/api/v1/query?query=${encodeURIComponent(query)}`);
+      const body = (await res.json()) as { data: { result: { value: [number, string] }[] } };
+      const value = body.data.result[0]?.value[1];
+      return value === undefined ? undefined : Number(value);
+    },
+    60_000,
+  );
   assert.equal(total, 7);
 
   const up = await fetch(
