@@ -81,13 +81,17 @@ export class ExpectedWaitPolicy implements Policy {
     const reported = load.throughput;
     const throughput =
       reported !== undefined && reported > 0 && Number.isFinite(reported) ? reported : fallbackThroughput;
-    let s = (queued + this.#sentTokens(worker) + own) / throughput;
+    const sent = this.#sentTokens(worker);
+    const s = (queued + sent + own) / throughput;
     let k = load.kvUsage;
-    if (k !== undefined && k > 0 && Number.isFinite(k)) {
-      if (k > MAX_KV) k = MAX_KV;
-      s += (lambdaT * k) / (1 - k);
-    }
-    return s;
+    if (k === undefined || !Number.isFinite(k)) return s;
+    // What was sent since the report (and this request) will occupy KV before the next report
+    // shows it: project it, where the engine tells us its capacity.
+    const capacity = load.capacityTokens;
+    if (capacity !== undefined && capacity > 0) k += (sent + own) / capacity;
+    if (k <= 0) return s;
+    if (k > MAX_KV) k = MAX_KV;
+    return s + (lambdaT * k) / (1 - k);
   }
 
   select(candidates: readonly Worker[], ctx: RequestContext): Worker | undefined {

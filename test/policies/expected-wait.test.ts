@@ -126,3 +126,23 @@ test('expected_wait: only reads the body when configured to', () => {
   assert.equal(make().needsBody, false);
   assert.equal(make({ bodyAware: true }).needsBody, true);
 });
+
+test('expected_wait: with a reported capacity, KV usage is projected by the tokens sent since the report', () => {
+  const policy = make();
+  const small = worker(1, load({ waitingTokens: 0, throughput: 2000, kvUsage: 0.5, capacityTokens: 10_000 }));
+  const large = worker(
+    2,
+    load({ waitingTokens: 0, throughput: 2000, kvUsage: 0.5, capacityTokens: 100_000 }),
+  );
+  // Same report, but 4000 tokens fill 40% of the small cache and 4% of the large one.
+  assert.ok(policy.score(small, { promptTokens: 4000 }) > policy.score(large, { promptTokens: 4000 }));
+  const a = worker(3, load({ waitingTokens: 0, throughput: 2000, kvUsage: 0.6, capacityTokens: 10_000 }));
+  const b = worker(4, load({ waitingTokens: 0, throughput: 2000, kvUsage: 0.6, capacityTokens: 10_000 }));
+  const before = policy.score(a, { promptTokens: 1 });
+  policy.select([a], { promptTokens: 2000 });
+  assert.ok(
+    policy.score(a, { promptTokens: 1 }) > before + 0.15,
+    'sent work raises the barrier before the next poll',
+  );
+  assert.equal(policy.select([a, b], { promptTokens: 500 }), b);
+});
