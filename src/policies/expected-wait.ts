@@ -19,7 +19,12 @@ interface Sent {
   tokens: number;
   /** The report `tokens` counts from. */
   since: number;
+  /** Smoothed reported throughput (tok/s), 0 until the first positive report. */
+  throughput: number;
 }
+
+/** Weight of a new throughput report in the moving average. */
+const THROUGHPUT_ALPHA = 0.3;
 
 /**
  * least_load `mode: expected_wait`: the time a new request would wait on each worker.
@@ -56,16 +61,37 @@ export class ExpectedWaitPolicy implements Policy {
     return t !== undefined && t > 0 && Number.isFinite(t) ? t : this.options.meanPromptTokens;
   }
 
-  /** Tokens sent since the worker's current report; resets when a newer report arrives. */
-  #sentTokens(worker: Worker): number {
-    const sent = this.#sent.get(worker.id);
-    if (sent === undefined) return 0;
-    const at = worker.load?.at ?? 0;
-    if (at > sent.since) {
-      sent.tokens = 0;
-      sent.since = at;
+  #state(worker: Worker): Sent {
+    let state = this.#sent.get(worker.id);
+    if (state === undefined) {
+      state = { tokens: 0, since: worker.load?.at ?? 0, throughput: 0 };
+      this.#sent.set(worker.id, state);
+      this.#observe(state, worker);
     }
-    return sent.tokens;
+    return state;
+  }
+
+  /** Rolls the state over to a newer report: sent work starts again, throughput is averaged in. */
+  #refresh(state: Sent, worker: Worker): Sent {
+    const at = worker.load?.at ?? 0;
+    if (at > state.since) {
+      state.tokens = 0;
+      state.since = at;
+      this.#observe(state, worker);
+    }
+    return state;
+  }
+
+  /**
+   * Throughput reports are noisy: an idle or short poll interval reads 0 (SGLang's gauge is zeroed
+   * when idle, vLLM's is a counter delta), and a raw 0 would make a slow worker look like the
+   * fallback speed. Only positive reports move the average.
+   */
+  #observe(state: Sent, worker: Worker): void {
+    const t = worker.load?.throughput;
+    if (t === undefined || !(t > 0) || !Number.isFinite(t)) return;
+    state.throughput =
+      state.throughput > 0 ? state.throughput + THROUGHPUT_ALPHA * (t - state.throughput) : t;
   }
 
   #score(worker: Worker, own: number, now: number): number {
@@ -78,10 +104,9 @@ export class ExpectedWaitPolicy implements Policy {
       const waiting = load.waiting;
       queued = waiting !== undefined && waiting >= 0 ? waiting * meanPromptTokens : 0;
     }
-    const reported = load.throughput;
-    const throughput =
-      reported !== undefined && reported > 0 && Number.isFinite(reported) ? reported : fallbackThroughput;
-    const sent = this.#sentTokens(worker);
+    const state = this.#refresh(this.#state(worker), worker);
+    const throughput = state.throughput > 0 ? state.throughput : fallbackThroughput;
+    const sent = state.tokens;
     const s = (queued + sent + own) / throughput;
     let k = load.kvUsage;
     if (k === undefined || !Number.isFinite(k)) return s;
@@ -103,12 +128,7 @@ export class ExpectedWaitPolicy implements Policy {
   }
 
   #record(worker: Worker, tokens: number): void {
-    const sent = this.#sent.get(worker.id);
-    if (sent === undefined) this.#sent.set(worker.id, { tokens, since: worker.load?.at ?? 0 });
-    else {
-      this.#sentTokens(worker); // roll over first if a newer report arrived
-      sent.tokens += tokens;
-    }
+    this.#refresh(this.#state(worker), worker).tokens += tokens;
   }
 
   onRemove(workerId: string): void {

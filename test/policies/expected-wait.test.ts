@@ -146,3 +146,14 @@ test('expected_wait: with a reported capacity, KV usage is projected by the toke
   );
   assert.equal(policy.select([a, b], { promptTokens: 500 }), b);
 });
+
+test('expected_wait: a zero throughput report (idle interval) keeps the smoothed speed, not the fallback', () => {
+  const policy = make();
+  const slow = worker(1, load({ waitingTokens: 1000, throughput: 500 }));
+  const base = policy.score(slow, { promptTokens: 1000 });
+  assert.equal(base, (1000 + 1000) / 500);
+  slow.load = { at: NOW + 1, waitingTokens: 1000, throughput: 0 };
+  assert.equal(policy.score(slow, { promptTokens: 1000 }), base, 'still judged at 500 tok/s');
+  slow.load = { at: NOW + 2, waitingTokens: 1000, throughput: 1500 };
+  assert.equal(policy.score(slow, { promptTokens: 1000 }), 2000 / (500 + 0.3 * 1000));
+});
