@@ -1,7 +1,8 @@
 // `npm run bench:policies`: what each policy does to TTFT on simulated fleets, through the real
 // router (poller included) and a real front door. Flags: --quick (one seed, one scenario, short),
 // --seeds 1,2,3  --scenarios mixed,one-slow  --duration 60 (model s)  --speedup 4  --load 0.75
-// --no-sweep  --no-ext-proc. Writes bench/results/policies.json and bench/results/ttft-*.svg.
+// --no-sweep  --no-ext-proc  --only 'expected_wait,GIE' (main-table rows whose label contains one)
+// --out name (default policies): writes bench/results/<name>.json and the TTFT charts.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { percentiles } from '../src/sim/load-summary.js';
@@ -20,6 +21,9 @@ const { values: args } = parseArgs({
     load: { type: 'string', default: '0.75' },
     'no-sweep': { type: 'boolean', default: false },
     'no-ext-proc': { type: 'boolean', default: false },
+    /** Only the main-table rows whose label contains one of these (comma-separated). */
+    only: { type: 'string' },
+    out: { type: 'string', default: 'policies' },
   },
 });
 
@@ -60,6 +64,9 @@ const MAIN: ComparisonCase[] = [
   },
   { label: 'oracle', policy: 'oracle' },
 ];
+
+const only = args.only?.split(',');
+const cases = only ? MAIN.filter((c) => only.some((o) => c.label.includes(o))) : MAIN;
 
 const SWEEP = [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10];
 
@@ -108,7 +115,7 @@ function printTable(title: string, rows: { label: string; results: CaseResult[] 
 const all: CaseResult[] = [];
 const started = Date.now();
 const total =
-  scenarios.length * seeds.length * MAIN.length +
+  scenarios.length * seeds.length * cases.length +
   (args['no-sweep'] ? 0 : SWEEP.length) +
   (args['no-ext-proc'] ? 0 : 2);
 let done = 0;
@@ -127,9 +134,9 @@ console.log(
 );
 const byScenario: Record<string, { label: string; results: CaseResult[] }[]> = {};
 for (const scenario of scenarios) {
-  const rows = MAIN.map((c) => ({ label: c.label, results: [] as CaseResult[] }));
+  const rows = cases.map((c) => ({ label: c.label, results: [] as CaseResult[] }));
   for (const seed of seeds) {
-    for (const [i, c] of MAIN.entries()) rows[i]!.results.push(await run(c, scenario, seed));
+    for (const [i, c] of cases.entries()) rows[i]!.results.push(await run(c, scenario, seed));
   }
   byScenario[scenario] = rows;
   printTable(`${scenario} fleet, via the Express proxy, poll 1 s unless noted`, rows);
@@ -170,7 +177,10 @@ if (!args['no-ext-proc']) {
 
 // Targets from the issue, on the first scenario (the default heterogeneous fleet).
 const rows = byScenario[scenarios[0]!]!;
-const p99 = (label: string) => pooled(rows.find((r) => r.label === label)!.results).p99;
+const p99 = (label: string) => {
+  const row = rows.find((r) => r.label === label);
+  return row ? pooled(row.results).p99 : NaN;
+};
 const ll = p99('least_load seed λ=1.5');
 const verdicts = [
   ['least_load p99 <= 0.5x round_robin', ll / p99('round_robin'), 0.5],
@@ -181,13 +191,16 @@ console.log(`\ntargets (${scenarios[0]}):`);
 for (const [what, ratio, limit] of verdicts) {
   console.log(`  ${what}: ratio ${ratio.toFixed(2)} ${ratio <= limit ? 'met' : 'MISSED'}`);
 }
-const errors = pooled(rows.find((r) => r.label === 'least_load seed λ=1.5')!.results).errors;
-console.log(`  least_load errors: ${errors} ${errors === 0 ? 'met' : 'MISSED'}`);
+const llRow = rows.find((r) => r.label === 'least_load seed λ=1.5');
+if (llRow) {
+  const errors = pooled(llRow.results).errors;
+  console.log(`  least_load errors: ${errors} ${errors === 0 ? 'met' : 'MISSED'}`);
+}
 
 await mkdir('bench/results', { recursive: true });
 const slim = all.map(({ ttftMs: _t, ...rest }) => rest);
 await writeFile(
-  'bench/results/policies.json',
+  `bench/results/${args.out}.json`,
   `${JSON.stringify({ args: { seeds, scenarios, durationSec, speedup, load }, cases: slim }, null, 2)}\n`,
 );
 for (const [scenario, srows] of Object.entries(byScenario)) {
@@ -196,7 +209,7 @@ for (const [scenario, srows] of Object.entries(byScenario)) {
     return { label: r.label, values: [p.p50, p.p90, p.p99] };
   });
   await writeFile(
-    `bench/results/ttft-${scenario}.svg`,
+    `bench/results/ttft-${scenario}${args.out === 'policies' ? '' : `-${args.out}`}.svg`,
     barChart(groups, {
       title: `TTFT by policy, ${scenario} fleet, ${(load * 100).toFixed(0)}% load, seeds ${seeds.join(',')}`,
       series: ['p50', 'p90', 'p99'],

@@ -1,5 +1,11 @@
 import { type EngineParams, resolveEngineParams } from './engine-params.js';
 import { SimRequestError } from './errors.js';
+import {
+  type CacheBlock,
+  PrefixCache,
+  type PrefixCacheOptions,
+  resolvePrefixCacheOptions,
+} from './prefix-cache.js';
 
 /**
  * A continuous-batching LLM engine reduced to its queueing behaviour, with no I/O and no clock of
@@ -24,10 +30,25 @@ import { SimRequestError } from './errors.js';
  * prompt is chunked in), and a decode step slows as the batch grows. A request's first token comes
  * out at the end of the step that completes its prefill; TTFT is measured from arrival here.
  *
+ * Prefix cache (see prefix-cache.ts; on by default, as in vLLM V1 and SGLang): a request that comes
+ * with `prefixKeys` (the chained block keys of its prompt text) skips the prefill of its longest
+ * cached prefix on admission, and the blocks of its prompt join the cache as soon as a prefill chunk
+ * has computed them. Cached blocks held by running requests are their KV, shared and counted once;
+ * idle cached blocks sit in free KV and are evicted (least recently released first) whenever
+ * admission, decode growth or the cache's token budget needs the room, before anyone is preempted.
+ * So `kvTokens` / `kvUsage` count only KV that running requests reference, as vLLM's
+ * kv_cache_usage_perc and SGLang's token_usage do, and return to 0 when the engine is idle. At least
+ * one prompt token is always computed (a whole-prompt hit recomputes its last block). Only prompt
+ * blocks are cached, not generated ones (vLLM and SGLang also keep the reply), so a follow-up turn
+ * recomputes the previous reply: the cache's benefit is if anything understated. Requests without
+ * keys behave exactly as with no cache.
+ *
  * Assumptions and simplifications, each chosen to keep the model honest about what a load balancer
  * can influence (queueing, KV pressure, batch slowdown, preemption) rather than GPU detail:
- * - No prefix cache: every prompt is fully computed (cache-aware routing gets no credit here).
- * - KV is counted in tokens, not blocks (no block-rounding waste).
+ * - KV is counted in tokens, not blocks (no block-rounding waste); only the prefix cache works in
+ *   whole blocks.
+ * - `waitingTokens` counts whole prompts: the engine learns a waiting request's cache hit only when
+ *   it is admitted.
  * - Step cost is linear in batch size and prefill tokens; attention cost growing with context
  *   length is ignored (it would make long requests slower still, favouring KV-aware policies).
  * - The scheduler does not reserve KV for future output (no SGLang new_token_ratio): growth is
@@ -43,6 +64,11 @@ export interface SubmitSpec {
   maxTokens: number;
   /** Tokens the "model" will actually produce before stopping; defaults to maxTokens. */
   outputTokens?: number;
+  /**
+   * Chained keys of the prompt's full blocks (`blockKeys` of its text), for the prefix cache; keys
+   * beyond promptTokens / blockTokens are ignored. Without them the request never hits the cache.
+   */
+  prefixKeys?: readonly number[];
 }
 
 export interface RequestSink {
@@ -92,6 +118,10 @@ export interface EngineCounters {
   steps: number;
   /** Model ms spent inside steps. */
   busyMs: number;
+  /** Tokens looked up in the prefix cache at admission (vLLM's prefix_cache_queries); 0 with no cache. */
+  prefixQueryTokens: number;
+  /** Of those, tokens found cached and not computed (vLLM's prefix_cache_hits). */
+  prefixHitTokens: number;
 }
 
 class SimRequest implements RequestHandle {
@@ -104,6 +134,12 @@ class SimRequest implements RequestHandle {
   toPrefill = 0;
   stepPrefill = 0;
   stepDecode = false;
+  /** Cache blocks this request references (hits, then its own inserted prompt blocks). */
+  blocks: CacheBlock[] = [];
+  /** Prompt blocks already looked up or offered to the cache since admission. */
+  keyCursor = 0;
+  /** Tokens of the sequence in KV since admission, cached or computed. */
+  prefilled = 0;
 
   constructor(
     readonly id: number,
@@ -113,6 +149,7 @@ class SimRequest implements RequestHandle {
     readonly finishReason: 'length' | 'stop',
     readonly sink: RequestSink,
     private readonly engine: EngineModel,
+    readonly keys: readonly number[],
   ) {}
 
   abort(): void {
@@ -136,9 +173,14 @@ export class EngineModel {
     peakKvTokens: 0,
     steps: 0,
     busyMs: 0,
+    prefixQueryTokens: 0,
+    prefixHitTokens: 0,
   };
+  /** The rank's prefix cache; undefined when disabled. */
+  readonly prefixCache: PrefixCache | undefined;
 
   #nextId = 1;
+  /** KV referenced by running requests: their private tokens plus referenced cache blocks, once each. */
   #kvUsed = 0;
   /** Sorted by arrival (oldest first), so the youngest, the preemption victim, is last. */
   readonly #running: SimRequest[] = [];
@@ -150,8 +192,10 @@ export class EngineModel {
   #windowStart: number | undefined;
   #windowTokens = 0;
 
-  constructor(params: Partial<EngineParams> = {}) {
+  constructor(params: Partial<EngineParams> = {}, prefixCache?: PrefixCacheOptions) {
     this.params = resolveEngineParams(params);
+    const cache = resolvePrefixCacheOptions(prefixCache, this.params.kvCapacityTokens);
+    this.prefixCache = cache.enabled ? new PrefixCache(cache.blockTokens, cache.maxTokens) : undefined;
   }
 
   /** Queues a request that arrived at `now`. Throws SimRequestError if it can never fit. */
@@ -166,7 +210,21 @@ export class EngineModel {
       );
     }
     const out = Math.max(1, Math.min(max, Math.floor(spec.outputTokens ?? max)));
-    const req = new SimRequest(this.#nextId++, now, prompt, out, out < max ? 'stop' : 'length', sink, this);
+    const cache = this.prefixCache;
+    const keys =
+      cache && spec.prefixKeys && spec.prefixKeys.length > 0
+        ? spec.prefixKeys.slice(0, Math.floor(prompt / cache.blockTokens))
+        : NO_KEYS;
+    const req = new SimRequest(
+      this.#nextId++,
+      now,
+      prompt,
+      out,
+      out < max ? 'stop' : 'length',
+      sink,
+      this,
+      keys,
+    );
     this.#waiting.push(req);
     this.#waitingTokens += prompt;
     this.counters.submitted++;
@@ -199,7 +257,7 @@ export class EngineModel {
     for (let i = 0; i < this.#running.length; i++) {
       const r = this.#running[i]!;
       if (r.toPrefill > 0) continue;
-      while (this.#kvUsed + 1 > p.kvCapacityTokens) this.#preempt(this.#running[this.#running.length - 1]!);
+      while (!this.#makeRoom(1)) this.#preempt(this.#running[this.#running.length - 1]!);
       if (r.phase !== 'running') break; // r was the youngest and got preempted: nothing after it
       r.kv += 1;
       this.#kvUsed += 1;
@@ -222,22 +280,41 @@ export class EngineModel {
       plan.push(r);
     }
 
-    // 3. Admit FCFS while the head's whole prompt (plus recomputation) fits.
+    // 3. Admit FCFS while the head's whole prompt (plus recomputation) fits. Its cached prefix
+    //    needs no compute, and only the part of it that is idle now takes free KV.
     const reserve = Math.floor(p.admitWatermark * p.kvCapacityTokens);
+    const cache = this.prefixCache;
     while (budget > 0 && this.#waiting.length > 0 && this.#running.length < p.maxBatchSize) {
       const head = this.#waiting[0]!;
       const need = head.promptTokens + head.generated;
+      let hitBlocks = 0;
+      let revived = 0;
+      if (cache && head.keys.length > 0) {
+        hitBlocks = cache.match(head.keys, Math.floor((need - 1) / cache.blockTokens));
+        revived = cache.idleTokensAmong(head.keys, hitBlocks);
+      }
+      const hit = cache ? hitBlocks * cache.blockTokens : 0;
+      const own = need - hit;
+      // Idle cache blocks count as free: admission evicts them as needed.
       const free = p.kvCapacityTokens - this.#kvUsed;
       // An empty engine always takes its head: maxModelLen <= capacity guarantees it fits.
-      if (this.#running.length > 0 && need > free - reserve) break;
+      if (this.#running.length > 0 && own + revived > free - reserve) break;
       this.#waiting.shift();
       this.#waitingTokens -= need;
       head.phase = 'running';
-      head.kv = need;
-      head.toPrefill = need;
-      this.#kvUsed += need;
+      if (cache) {
+        cache.acquire(head.keys, hitBlocks, head.blocks);
+        head.keyCursor = hitBlocks;
+        head.prefilled = hit;
+        this.counters.prefixQueryTokens += need;
+        this.counters.prefixHitTokens += hit;
+      }
+      head.kv = own;
+      head.toPrefill = own;
+      this.#kvUsed += own + revived;
+      this.#makeRoom(0);
       this.#insertRunning(head);
-      const chunk = Math.min(need, budget);
+      const chunk = Math.min(own, budget);
       head.stepPrefill = chunk;
       head.stepDecode = false;
       budget -= chunk;
@@ -265,8 +342,10 @@ export class EngineModel {
       if (r.phase !== 'running') continue; // aborted or preempted during the step
       if (r.stepPrefill > 0) {
         r.toPrefill -= r.stepPrefill;
+        r.prefilled += r.stepPrefill;
         this.counters.promptTokens += r.stepPrefill;
         r.stepPrefill = 0;
+        if (r.keyCursor < r.keys.length) this.#cachePrompt(r);
         if (r.toPrefill > 0) continue;
       } else if (!r.stepDecode) {
         continue;
@@ -324,6 +403,36 @@ export class EngineModel {
     return this.#genThroughput;
   }
 
+  /**
+   * Makes `tokens` more KV available to running requests by evicting idle cache blocks if needed;
+   * false when even that is not enough (the caller must preempt). Keeps referenced + idle KV within
+   * capacity, the invariant every KV-growing path restores.
+   */
+  #makeRoom(tokens: number): boolean {
+    const cap = this.params.kvCapacityTokens;
+    const cache = this.prefixCache;
+    const over = this.#kvUsed + tokens + (cache ? cache.idleTokens : 0) - cap;
+    if (over > 0 && cache) cache.evict(over);
+    return this.#kvUsed + tokens <= cap;
+  }
+
+  /** Offers the prompt blocks `r` has fully computed to the cache; inserted ones become shared KV. */
+  #cachePrompt(r: SimRequest): void {
+    const cache = this.prefixCache!;
+    const done = Math.min(
+      r.keys.length,
+      Math.floor(Math.min(r.prefilled, r.promptTokens) / cache.blockTokens),
+    );
+    for (let k = r.keyCursor; k < done; k++) {
+      const block = cache.insert(r.keys[k]!);
+      if (block === undefined) continue;
+      // The same tokens move from r's private KV to a referenced block: #kvUsed does not change.
+      r.blocks.push(block);
+      r.kv -= cache.blockTokens;
+    }
+    if (done > r.keyCursor) r.keyCursor = done;
+  }
+
   #preempt(victim: SimRequest): void {
     this.counters.recomputedTokens += victim.kv;
     this.#removeRunning(victim);
@@ -332,6 +441,8 @@ export class EngineModel {
     victim.stepDecode = false;
     victim.stepPrefill = 0;
     victim.toPrefill = 0;
+    victim.keyCursor = 0;
+    victim.prefilled = 0;
     this.counters.preemptions++;
     const recompute = victim.promptTokens + victim.generated;
     this.#waiting.unshift(victim);
@@ -351,6 +462,11 @@ export class EngineModel {
     if (i >= 0) this.#running.splice(i, 1);
     this.#kvUsed -= r.kv;
     r.kv = 0;
+    if (r.blocks.length > 0) {
+      // Blocks nobody else references turn idle: free KV that keeps its prefix for later requests.
+      this.#kvUsed -= this.prefixCache!.release(r.blocks);
+      r.blocks = [];
+    }
   }
 
   #insertRunning(r: SimRequest): void {
@@ -371,6 +487,8 @@ export class EngineModel {
     }
   }
 }
+
+const NO_KEYS: readonly number[] = Object.freeze([]);
 
 function older(a: SimRequest, b: SimRequest): boolean {
   return a.arrivalMs < b.arrivalMs || (a.arrivalMs === b.arrivalMs && a.id < b.id);

@@ -51,7 +51,11 @@ export interface LoadGeneratorOptions {
   requestTimeoutMs?: number;
   /** Send a prompt of ~4 characters per token (default true); false sends a short placeholder. */
   promptText?: boolean;
-  /** Send `x-sim-prompt-tokens` so the simulator uses the exact size (default true). */
+  /**
+   * Send `x-sim-prompt-tokens` so the simulator uses the exact size (default true). Never sent for
+   * items that carry real `messages`: their text is the prompt, sized and prefix-cached by the
+   * simulator like any real prompt.
+   */
   sizeHeaders?: boolean;
   headers?: Record<string, string>;
   /** Reused across runs if given (and then not destroyed); otherwise one is made per run. */
@@ -76,12 +80,19 @@ export const API_PATHS: Readonly<Record<LoadApi, string>> = {
 /** Chat templates add ~4 tokens per message, which `estimatePromptTokens` counts back in. */
 const CHAT_MESSAGE_OVERHEAD = 4;
 
+/** Header carrying a workload item's session id. */
+export const SESSION_ID_HEADER = 'x-session-id';
+
 export function buildRequest(item: WorkloadItem, options: LoadGeneratorOptions): LoadRequest {
   const api = options.api ?? 'chat';
   const withText = options.promptText ?? true;
   const model = options.model ?? 'sim-model';
-  const body: Record<string, unknown> =
-    api === 'chat'
+  const messages = item.messages;
+  const body: Record<string, unknown> = messages
+    ? api === 'chat'
+      ? { model, messages }
+      : { model, prompt: messages.map((m) => m.content).join('\n') }
+    : api === 'chat'
       ? {
           model,
           messages: [
@@ -98,7 +109,8 @@ export function buildRequest(item: WorkloadItem, options: LoadGeneratorOptions):
   body.stream = true;
   body.stream_options = { include_usage: true };
   const headers: Record<string, string> = { 'content-type': 'application/json', ...options.headers };
-  if (options.sizeHeaders ?? true) headers['x-sim-prompt-tokens'] = String(item.promptTokens);
+  if ((options.sizeHeaders ?? true) && !messages) headers['x-sim-prompt-tokens'] = String(item.promptTokens);
+  if (item.sessionId !== undefined) headers[SESSION_ID_HEADER] = item.sessionId;
   return { item, path: API_PATHS[api], body, payload: JSON.stringify(body), headers };
 }
 

@@ -7,6 +7,10 @@ export interface RankReport {
   counters: EngineCounters;
   genThroughput: number;
   maxBatchSize: number;
+  /** Whether the rank runs a prefix cache (vLLM's enable_prefix_caching). */
+  prefixCaching?: boolean;
+  /** Cached tokens no running request references: free, but still holding reusable prefixes. */
+  idleCachedTokens?: number;
 }
 
 export interface SglangMeta {
@@ -17,9 +21,16 @@ export interface SglangMeta {
 
 const round4 = (x: number) => Math.round(x * 10000) / 10000;
 
+/** Cumulative prefix-cache hit rate (hit tokens / queried tokens), 0 before any query. */
+function hitRate(r: RankReport): number {
+  const q = r.counters.prefixQueryTokens;
+  return q > 0 ? r.counters.prefixHitTokens / q : 0;
+}
+
 /**
  * SGLang `GET /v1/loads`, current envelope (no `dp_rank_count`, no `aggregate`): one entry per
- * DP rank. There is no prefix cache in the simulator, so used == total tokens and hit rate is 0.
+ * DP rank. `num_used_tokens` is KV referenced by running requests (what token_usage divides), and
+ * `num_total_tokens` adds the idle radix-cache tokens; `cache_hit_rate` is cumulative here.
  */
 export function sglangLoads(ranks: readonly RankReport[], meta: SglangMeta, now = new Date()): object {
   return {
@@ -33,12 +44,12 @@ export function sglangLoads(ranks: readonly RankReport[], meta: SglangMeta, now 
       num_waiting_reqs: r.state.waiting,
       num_waiting_uncached_tokens: r.state.waitingTokens,
       num_used_tokens: r.state.kvTokens,
-      num_total_tokens: r.state.kvTokens,
+      num_total_tokens: r.state.kvTokens + (r.idleCachedTokens ?? 0),
       max_total_num_tokens: r.state.kvCapacityTokens,
       max_running_requests: r.maxBatchSize,
       token_usage: round4(r.state.kvUsage),
       gen_throughput: Math.round(r.genThroughput * 100) / 100,
-      cache_hit_rate: 0,
+      cache_hit_rate: round4(hitRate(r)),
       utilization: 0,
       queues: { waiting: r.state.waiting, grammar: 0, paused: 0, retracted: 0, prealloc_ready: 0 },
     })),
@@ -98,6 +109,18 @@ const FAMILIES: readonly Family[] = [
     type: 'counter',
     value: (r) => r.counters.generatedTokens,
   },
+  {
+    name: 'vllm:prefix_cache_queries',
+    help: 'Prefix cache queries, in terms of number of queried tokens.',
+    type: 'counter',
+    value: (r) => r.counters.prefixQueryTokens,
+  },
+  {
+    name: 'vllm:prefix_cache_hits',
+    help: 'Prefix cache hits, in terms of number of cached tokens.',
+    type: 'counter',
+    value: (r) => r.counters.prefixHitTokens,
+  },
 ];
 
 /**
@@ -133,7 +156,7 @@ export function vllmMetrics(
   for (const r of ranks) {
     const blocks = Math.floor(r.state.kvCapacityTokens / 16);
     lines.push(
-      `vllm:cache_config_info{block_size="16",cache_dtype="auto",enable_prefix_caching="False",engine="${r.rank}",num_gpu_blocks="${blocks}"} 1.0`,
+      `vllm:cache_config_info{block_size="16",cache_dtype="auto",enable_prefix_caching="${r.prefixCaching ? 'True' : 'False'}",engine="${r.rank}",num_gpu_blocks="${blocks}"} 1.0`,
     );
   }
   return `${lines.join('\n')}\n`;

@@ -10,7 +10,8 @@ import { runLoad, type TargetPicker } from './load-generator.js';
 import type { LoadSummary } from './load-summary.js';
 import { OraclePolicy } from './oracle-policy.js';
 import { scenarioWorkers, type ScenarioName } from './scenarios.js';
-import { createWorkload, sizeSampler } from './workload.js';
+import type { SimStats } from './sim-server.js';
+import { createWorkload, sizeSampler, type WorkloadItem } from './workload.js';
 
 /** How requests reach the router in a comparison run. */
 export type FrontDoorKind = 'proxy' | 'ext_proc';
@@ -25,6 +26,14 @@ export interface ComparisonCase {
   frontDoor?: FrontDoorKind;
 }
 
+/** A workload other than the standard chat mix, e.g. multi-turn conversations. */
+export interface ComparisonWorkload {
+  /** The fleet's capacity for this workload, requests/s: what `load` is a fraction of. */
+  capacityRps: number;
+  /** The seeded requests at an offered rate (requests per model second); the same for every case. */
+  create(rateRps: number): readonly WorkloadItem[];
+}
+
 export interface ComparisonOptions {
   scenario: ScenarioName;
   seed: number;
@@ -34,6 +43,10 @@ export interface ComparisonOptions {
   load: number;
   /** Model time runs this much faster than wall time; poll periods shrink with it. */
   speedup: number;
+  /** Replaces the standard chat mix (and its capacity estimate); `seed` is then the workload's business. */
+  workload?: ComparisonWorkload;
+  /** Receives every worker's final simulator stats (e.g. prefix-cache counters) before the fleet closes. */
+  onStats?(stats: readonly SimStats[]): void;
 }
 
 export interface CaseResult {
@@ -92,9 +105,11 @@ async function waitForFirstPolls(router: Router, timeoutMs: number): Promise<voi
  * chosen front door, and the same seeded open-loop workload every case of this seed gets.
  */
 export async function runCase(c: ComparisonCase, o: ComparisonOptions): Promise<CaseResult> {
-  const capacity = scenarioCapacity(o.scenario, o.seed);
+  const capacity = o.workload?.capacityRps ?? scenarioCapacity(o.scenario, o.seed);
   const rate = capacity * o.load;
-  const workload = createWorkload({ seed: o.seed, ratePerSec: rate, durationSec: o.durationSec });
+  const workload = o.workload
+    ? o.workload.create(rate)
+    : createWorkload({ seed: o.seed, ratePerSec: rate, durationSec: o.durationSec });
   const pollIntervalSecs = c.pollIntervalSecs ?? 1;
   const frontDoor = c.frontDoor ?? 'proxy';
   const fleet: SimFleet = await startFleet(o.scenario, { speedup: o.speedup });
@@ -132,6 +147,7 @@ export async function runCase(c: ComparisonCase, o: ComparisonOptions): Promise<
     polls = 0;
     const result = await runLoad({ target, workload, timeScale: o.speedup, agent });
     const stats = fleet.workers.map((w) => w.stats());
+    o.onStats?.(stats);
     const share: Record<string, number> = {};
     for (const [k, v] of Object.entries(result.summary.share)) share[fleet.get(k)?.name ?? k] = v;
     return {

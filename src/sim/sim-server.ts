@@ -16,7 +16,8 @@ import {
   tokensText,
   usageChunk,
 } from './openai-format.js';
-import { estimatePromptTokens } from './tokens.js';
+import { blockKeys, type PrefixCacheOptions } from './prefix-cache.js';
+import { CHARS_PER_TOKEN, estimatePromptTokens, promptText } from './tokens.js';
 
 /** Which engine's load endpoint the worker imitates; the other one answers 404. */
 export type LoadFormat = 'sglang' | 'vllm';
@@ -24,7 +25,11 @@ export const LOAD_FORMATS: readonly LoadFormat[] = ['sglang', 'vllm'];
 
 /** Response header naming the simulated worker that served a request. */
 export const SIM_WORKER_HEADER = 'x-sim-worker';
-/** Request headers that override the estimated prompt size and the actual output length. */
+/**
+ * Request headers that override the estimated prompt size and the actual output length. A prompt
+ * size given by header marks the body's text as a stand-in, so that text is not hashed into the
+ * prefix cache: load generators pad every prompt with the same filler, which would otherwise hit.
+ */
 export const SIM_PROMPT_TOKENS_HEADER = 'x-sim-prompt-tokens';
 export const SIM_OUTPUT_TOKENS_HEADER = 'x-sim-output-tokens';
 
@@ -42,6 +47,8 @@ export interface SimWorkerSpec extends Partial<EngineParams> {
   defaultMaxTokens?: number;
   /** Reported in SGLang's /v1/loads envelope. */
   accelerator?: string;
+  /** Per-rank prefix cache (default on, budget = KV capacity, 16-token blocks); `{ enabled: false }` turns it off. */
+  prefixCache?: PrefixCacheOptions;
 }
 
 export interface SimServerOptions {
@@ -79,6 +86,14 @@ export interface SimStats {
   /** Times a rank's step loop fell too far behind wall time and skipped ahead (machine overload). */
   lagResyncs: number;
   maxLagMs: number;
+  /** Prompt tokens looked up in the prefix cache on admission (recomputations included). */
+  prefixQueryTokens: number;
+  /** Of those, tokens served from the cache instead of computed. */
+  prefixHitTokens: number;
+  /** Tokens held in cache blocks now, referenced or idle. */
+  prefixCachedTokens: number;
+  /** Idle cached tokens evicted so far. */
+  prefixEvictedTokens: number;
 }
 
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
@@ -115,7 +130,11 @@ export class SimServer {
     this.spec = spec;
     this.#loops = Array.from(
       { length: ranks },
-      () => new EngineLoop(new EngineModel(spec), { speedup: options.speedup, maxLagMs: options.maxLagMs }),
+      () =>
+        new EngineLoop(new EngineModel(spec, spec.prefixCache), {
+          speedup: options.speedup,
+          maxLagMs: options.maxLagMs,
+        }),
     );
     this.speedup = this.#loops[0]!.speedup;
     this.#server = createServer({ keepAliveTimeout: 30_000 }, (req, res) => this.#handle(req, res));
@@ -196,6 +215,10 @@ export class SimServer {
       speedup: this.speedup,
       lagResyncs: this.#loops.reduce((a, l) => a + l.resyncs, 0),
       maxLagMs: Math.max(...this.#loops.map((l) => l.maxLagMs)),
+      prefixQueryTokens: sum((x) => x.prefixQueryTokens),
+      prefixHitTokens: sum((x) => x.prefixHitTokens),
+      prefixCachedTokens: this.#loops.reduce((a, l) => a + (l.model.prefixCache?.cachedTokens ?? 0), 0),
+      prefixEvictedTokens: this.#loops.reduce((a, l) => a + (l.model.prefixCache?.evictedTokens ?? 0), 0),
     };
   }
 
@@ -215,6 +238,8 @@ export class SimServer {
       counters: l.model.counters,
       genThroughput: l.model.genThroughput,
       maxBatchSize: l.model.params.maxBatchSize,
+      prefixCaching: l.model.prefixCache !== undefined,
+      idleCachedTokens: l.model.prefixCache?.idleTokens ?? 0,
     }));
   }
 
@@ -289,7 +314,8 @@ export class SimServer {
     } catch {
       throw new SimRequestError('request body must be a JSON object');
     }
-    const promptTokens = headerInt(req, SIM_PROMPT_TOKENS_HEADER) ?? Math.max(1, estimatePromptTokens(body));
+    const sizedByHeader = headerInt(req, SIM_PROMPT_TOKENS_HEADER);
+    const promptTokens = sizedByHeader ?? Math.max(1, estimatePromptTokens(body));
     const maxRaw = body.max_tokens ?? body.max_completion_tokens ?? this.spec.defaultMaxTokens ?? 128;
     if (typeof maxRaw !== 'number' || !Number.isInteger(maxRaw) || maxRaw < 1) {
       throw new SimRequestError(`max_tokens must be a positive integer, got ${JSON.stringify(maxRaw)}`);
@@ -305,6 +331,16 @@ export class SimServer {
     };
     const interval = this.spec.streamInterval ?? 1;
     const loop = this.#loops[this.#next++ % this.#loops.length]!;
+    const cache = loop.model.prefixCache;
+    const text = cache && sizedByHeader === undefined ? promptText(body) : undefined;
+    const prefixKeys =
+      text === undefined
+        ? undefined
+        : blockKeys(
+            text,
+            Math.floor(promptTokens / cache!.blockTokens),
+            cache!.blockTokens * CHARS_PER_TOKEN,
+          );
 
     let sent = 0; // tokens already written to the stream
     let done = false;
@@ -333,7 +369,12 @@ export class SimServer {
     const target = Math.min(maxRaw, outputTokens ?? maxRaw);
     let generated = 0;
     const handle: RequestHandle = loop.submit(
-      { promptTokens, maxTokens: maxRaw, ...(outputTokens !== undefined ? { outputTokens } : {}) },
+      {
+        promptTokens,
+        maxTokens: maxRaw,
+        ...(outputTokens !== undefined ? { outputTokens } : {}),
+        ...(prefixKeys !== undefined ? { prefixKeys } : {}),
+      },
       {
         onToken: (n) => {
           generated = n;

@@ -54,6 +54,48 @@ export function estimatePromptTokens(body: unknown): number {
   return 0;
 }
 
+/**
+ * Each chat message's role marker in `promptText`: 16 characters, so the marker is worth the
+ * TOKENS_PER_MESSAGE tokens `estimatePromptTokens` charges for it and text stays ~4 chars a token.
+ */
+function roleMarker(role: unknown): string {
+  return `<|${typeof role === 'string' ? role : 'user'}|>`.padEnd(TOKENS_PER_MESSAGE * CHARS_PER_TOKEN, ' ');
+}
+
+function contentText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  let s = '';
+  for (const part of content) {
+    if (part && typeof part === 'object' && typeof (part as { text?: unknown }).text === 'string') {
+      s += (part as { text: string }).text;
+    }
+  }
+  return s;
+}
+
+/**
+ * The prompt as the simulated engine "tokenizes" it, for the prefix cache: chat messages rendered in
+ * order through a minimal template (role marker, then content), or the completion prompt's text.
+ * A conversation's next turn renders to this turn's text plus more, as with a real chat template.
+ * Undefined for token-id prompts and bodies without a prompt.
+ */
+export function promptText(body: unknown): string | undefined {
+  if (!body || typeof body !== 'object') return undefined;
+  const b = body as { prompt?: unknown; messages?: unknown };
+  if (Array.isArray(b.messages)) {
+    let s = '';
+    for (const m of b.messages) {
+      const msg = m as { role?: unknown; content?: unknown } | null;
+      s += roleMarker(msg?.role) + contentText(msg?.content);
+    }
+    return s;
+  }
+  if (typeof b.prompt === 'string') return b.prompt;
+  if (Array.isArray(b.prompt) && b.prompt.every((x) => typeof x === 'string')) return b.prompt.join('');
+  return undefined;
+}
+
 const FILLER = 'lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor ';
 
 /** Text that `estimateTextTokens` counts as exactly `tokens` tokens (cheap: slices of one string). */

@@ -34,6 +34,12 @@ export const CHAT_OUTPUT: Readonly<LengthDistribution> = Object.freeze({
   max: 1024,
 });
 
+/** One OpenAI chat message, as a workload carries it. */
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
 export interface WorkloadItem {
   index: number;
   /** Scheduled send time from the start of the run, model ms. */
@@ -41,6 +47,13 @@ export interface WorkloadItem {
   promptTokens: number;
   /** Sent as max_tokens; the simulator generates exactly this many tokens. */
   maxTokens: number;
+  /**
+   * The real chat messages to send (conversation workloads). Absent: the load generator pads a
+   * prompt of `promptTokens` with filler and names its size in a header.
+   */
+  messages?: readonly ChatMessage[];
+  /** Sent as `x-session-id`, so session-affine policies can keep a conversation together. */
+  sessionId?: string;
 }
 
 export interface WorkloadOptions {
@@ -62,6 +75,11 @@ function normal(rng: Rng): number {
 export function sampleLength(rng: Rng, d: LengthDistribution): number {
   const x = Math.round(d.median * Math.exp(d.sigma * normal(rng)));
   return Math.min(d.max, Math.max(d.min, x));
+}
+
+/** The same lognormal, unrounded: for durations such as think times. */
+export function sampleContinuous(rng: Rng, d: LengthDistribution): number {
+  return Math.min(d.max, Math.max(d.min, d.median * Math.exp(d.sigma * normal(rng))));
 }
 
 /** A sampler of sizes alone, e.g. for the simulator's capacity estimate. */
