@@ -5,6 +5,7 @@ import * as promParse from './prometheus-parse.js';
 import * as proxyBench from './proxy.js';
 import * as extProc from './ext-proc.js';
 import * as prefixPolicies from './prefix-policies.js';
+import * as sharedState from './shared-state.js';
 
 const results: Record<string, unknown> = {};
 console.log(`least-load-router benchmarks on node ${process.version}, ${new Date().toISOString()}`);
@@ -23,6 +24,9 @@ results.extProc = ep;
 const prefix = await prefixPolicies.run();
 prefixPolicies.print(prefix);
 results.prefixPolicies = prefix;
+const ss = await sharedState.run();
+sharedState.print(ss);
+results.sharedState = ss;
 
 await mkdir('bench/results', { recursive: true });
 await writeFile('bench/results/bench.json', `${JSON.stringify(results, null, 2)}\n`);

@@ -47,7 +47,15 @@ export class Gateway {
 
   async start(): Promise<void> {
     const config = this.config;
+    // With state.redis the router joins its replicas here; Redis being down never fails start.
     await this.router.start();
+    const shared = this.router.sharedState;
+    if (shared) {
+      this.logger.info(
+        { replica: shared.replicaId, joined: !shared.degraded, replicas: shared.replicas },
+        'shared in-flight state started',
+      );
+    }
     if (config.discovery?.dns) {
       this.#discovery = new DnsDiscovery(this.router, { ...config.discovery.dns, logger: this.logger });
       await this.#discovery.start();

@@ -67,3 +67,7 @@ export type { ExtProcServer, ExtProcServerOptions } from './envoy/ext-proc-serve
 export { ExtProcListenError } from './envoy/errors.js';
 export { bodyFields, parseJsonBody } from './policies/body-fields.js';
 export { OraclePolicy } from './sim/oracle-policy.js';
+export { SharedInFlight, SHARED_STATE_OPS } from './state/shared-in-flight.js';
+export type { SharedInFlightOptions, SharedStateHost, SharedStateOp } from './state/shared-in-flight.js';
+export { newReplicaId } from './state/replica-id.js';
+export type { RedisStateConfig } from './config/schema.js';

@@ -11,6 +11,7 @@ import { createPolicy } from './policies/registry.js';
 import { LoadPoller } from './poller/load-poller.js';
 import type { PollResult } from './poller/poll-result.js';
 import type { PollerLogger } from './poller/poller-logger.js';
+import { SharedInFlight, type SharedStateOp } from './state/shared-in-flight.js';
 
 export interface RouterOptions {
   /** Randomness for policies; seeded in tests and benchmarks. */
@@ -61,6 +62,8 @@ export interface RouterObserver {
   onHealthChange?(worker: Worker, healthy: boolean, reason: string): void;
   onPoll?(worker: Worker, result: PollResult, durationSeconds: number): void;
   onFailureReport?(worker: Worker, kind: FailureKind): void;
+  /** A Redis operation of the shared in-flight state failed (routing goes on locally). */
+  onSharedStateError?(op: SharedStateOp, error: unknown): void;
 }
 
 /** Where a worker came from: the config file, DNS discovery, or the admin/programmatic API. */
@@ -109,10 +112,15 @@ export class Router {
   /** Where each worker came from, so a config reload only touches the workers the config owns. */
   readonly #sources = new Map<string, WorkerSource>();
   #started = false;
+  /** Set when `state.redis` is configured: other replicas' leases join `inFlight`. */
+  readonly #shared: SharedInFlight | undefined;
   readonly #onRelease = (lease: Lease, outcome: LeaseOutcome): void => {
-    for (const o of this.#observers) o.onRelease?.(lease, outcome);
     const w = lease.worker;
-    if (w.draining && w.inFlight === 0 && this.pool.get(w.id) === w) this.pool.remove(w.id);
+    if (w.ownInFlight > 0) w.ownInFlight -= 1;
+    if (this.#shared !== undefined) this.#shared.changed();
+    for (const o of this.#observers) o.onRelease?.(lease, outcome);
+    // Draining waits for this router's own requests; other replicas drain theirs.
+    if (w.draining && w.ownInFlight === 0 && this.pool.get(w.id) === w) this.pool.remove(w.id);
   };
 
   constructor(config: Config, options: RouterOptions = {}) {
@@ -130,6 +138,10 @@ export class Router {
       for (const o of this.#observers) o.onRemove?.(worker);
     });
     for (const spec of config.workers) this.addWorker(spec, 'config');
+    const redis = config.state?.redis;
+    this.#shared = redis
+      ? new SharedInFlight({ config: redis, host: this, logger: this.#logger })
+      : undefined;
   }
 
   get config(): Config {
@@ -138,6 +150,11 @@ export class Router {
 
   get policy(): Policy {
     return this.#policy;
+  }
+
+  /** The in-flight counts shared with other replicas through Redis, when `state.redis` is set. */
+  get sharedState(): SharedInFlight | undefined {
+    return this.#shared;
   }
 
   /** Reads every worker's load endpoint once started; snapshots replace `worker.load`. */
@@ -179,7 +196,9 @@ export class Router {
       throw new NoHealthyWorkerError();
     }
     worker.inFlight += 1;
+    worker.ownInFlight += 1;
     worker.processed += 1;
+    if (this.#shared !== undefined) this.#shared.changed();
     const lease = new Lease(worker, this.#onRelease);
     if (this.#observers.length > 0) {
       const ns = Number(process.hrtime.bigint() - started);
@@ -228,6 +247,11 @@ export class Router {
     for (const o of this.#observers) o.onPoll?.(worker, result, durationSeconds);
   }
 
+  /** Lets the shared state report Redis failures to the same observers. */
+  notifySharedStateError(op: SharedStateOp, error: unknown): void {
+    for (const o of this.#observers) o.onSharedStateError?.(op, error);
+  }
+
   addWorker(spec: WorkerSpec | string, source: WorkerSource = 'api'): Worker {
     const worker = this.pool.add(spec);
     this.#sources.set(worker.id, source);
@@ -244,14 +268,14 @@ export class Router {
     const worker = this.pool.get(id);
     if (!worker) throw new UnknownWorkerError(id);
     worker.setDraining();
-    if (worker.inFlight === 0) this.pool.remove(id);
+    if (worker.ownInFlight === 0) this.pool.remove(id);
     return worker;
   }
 
-  /** Requests in flight over every worker, draining ones included. */
+  /** This router's requests in flight over every worker, draining ones included. */
   inFlight(): number {
     let total = 0;
-    for (const w of this.pool.list()) total += w.inFlight;
+    for (const w of this.pool.list()) total += w.ownInFlight;
     return total;
   }
 
@@ -299,7 +323,7 @@ export class Router {
       if (this.#started) this.#poller.start();
       result.poller = true;
     }
-    for (const key of ['envoy', 'proxy', 'metrics', 'host'] as const) {
+    for (const key of ['envoy', 'proxy', 'metrics', 'host', 'state'] as const) {
       if (!isDeepStrictEqual(prev[key], next[key])) result.restartNeeded.push(key);
     }
     return result;
@@ -332,12 +356,14 @@ export class Router {
   async start(): Promise<void> {
     this.#started = true;
     this.#poller.start();
+    // Never fails because of Redis: without it the router routes on its own view.
+    await this.#shared?.start();
   }
 
-  /** Stops polling; resolves once no timer, request or socket of the poller is left. */
+  /** Stops polling (and leaves the shared state); resolves once no timer, request or socket is left. */
   async stop(): Promise<void> {
     this.#started = false;
-    await this.#poller.stop();
+    await Promise.all([this.#poller.stop(), this.#shared?.stop()]);
   }
 }
 

@@ -241,6 +241,38 @@ const shutdownSchema = z.strictObject({
   drainTimeoutSecs: finiteAtLeast(0).default(30),
 });
 
+const redisUrl = z.string({ error: 'must be a redis:// or rediss:// URL' }).refine(
+  (url) => {
+    try {
+      const { protocol, hostname } = new URL(url);
+      return (protocol === 'redis:' || protocol === 'rediss:') && hostname !== '';
+    } catch {
+      return false;
+    }
+  },
+  { error: 'must be a redis:// or rediss:// URL' },
+);
+
+const redisStateSchema = z.strictObject({
+  /** The Redis every replica of this router shares, e.g. redis://redis:6379/0. */
+  url: redisUrl,
+  /** Prepended to every key, so several router fleets can share one Redis. */
+  keyPrefix: z
+    .string({ error: 'must be a string' })
+    .regex(/^[^\s]*$/, { error: 'must not contain whitespace' })
+    .default('llr:'),
+  /** How often the fleet-wide in-flight view is re-read, ms. */
+  refreshMs: intInRange(1, 60_000).default(5),
+  /** A replica that stops heartbeating (crash, partition) drops out of the counts after this long. */
+  heartbeatTtlSecs: z
+    .number({ error: 'must be finite and in 0.1..3600' })
+    .min(0.1, { error: 'must be finite and in 0.1..3600' })
+    .max(3600, { error: 'must be finite and in 0.1..3600' })
+    .default(3),
+});
+
+const stateSchema = z.strictObject({ redis: redisStateSchema.optional() });
+
 export const configSchema = z.strictObject({
   workers: z.array(workerSpecSchema).default([]),
   policy: policySchema.default(() => policySchema.parse('least_load')),
@@ -253,6 +285,8 @@ export const configSchema = z.strictObject({
   discovery: z.strictObject({ dns: dnsDiscoverySchema.optional() }).optional(),
   log: logSchema.default(() => logSchema.parse({})),
   shutdown: shutdownSchema.default(() => shutdownSchema.parse({})),
+  /** Shared state between router replicas (in-flight counts through Redis); off when absent. */
+  state: stateSchema.optional(),
 });
 
 /** What users write: every field optional, policies and workers also as bare strings. */
@@ -264,3 +298,4 @@ export type PolicyConfig = Config['policy'];
 export type PolicyInput = z.input<typeof policySchema>;
 export type WorkerConfig = z.output<typeof workerSpecSchema>;
 export type PollerConfig = Config['poller'];
+export type RedisStateConfig = z.output<typeof redisStateSchema>;

@@ -77,7 +77,12 @@ export class Worker {
 
   /** What `auto` detection settled on; equals `engine` when that was explicit. */
   detectedEngine: EngineName | undefined;
+  /** What policies read: this router's leases plus, with shared state, other replicas' (ownInFlight + remoteInFlight). */
   inFlight = 0;
+  /** This router's own leases on the worker: exact and immediate, whatever the shared state does. */
+  ownInFlight = 0;
+  /** Other router replicas' leases as last read from the shared state; 0 without it. */
+  remoteInFlight = 0;
   processed = 0;
   /** Latest report; replaced as a whole, never merged, so fields a worker stops reporting vanish. */
   load: LoadSnapshot | undefined;

@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Worker } from '../core/worker.js';
 import type { PollResult, Router } from '../router.js';
+import { SHARED_STATE_OPS } from '../state/shared-in-flight.js';
 
 export interface RouterMetricsOptions {
   /** Defaults to a private registry: the global default one only when the user passes it. */
@@ -41,6 +42,7 @@ export class RouterMetrics {
   readonly #rejections: Counter<'front_door' | 'status' | 'code'>;
   readonly #streams: Counter<'event'>;
   readonly #activeStreams: Gauge;
+  readonly #sharedStateErrors: Counter<'op'>;
 
   constructor(router: Router, options: RouterMetricsOptions = {}) {
     const registry = options.registry ?? new Registry();
@@ -121,6 +123,23 @@ export class RouterMetrics {
       registers,
     });
 
+    this.#sharedStateErrors = new Counter({
+      name: `${p}shared_state_errors_total`,
+      help: 'Failed Redis operations of the shared in-flight state, by operation (connection, write, refresh).',
+      labelNames: ['op'],
+      registers,
+    });
+    if (router.sharedState) for (const op of SHARED_STATE_OPS) this.#sharedStateErrors.inc({ op }, 0);
+    const degraded = new Gauge({
+      name: `${p}shared_state_degraded`,
+      help: '1 while shared state is configured but Redis is out of reach (routing on the local view), else 0.',
+      registers,
+      collect() {
+        this.set(router.sharedState?.degraded ? 1 : 0);
+      },
+    });
+    void degraded;
+
     const gauge = (name: string, help: string, read: (w: Worker) => number | undefined): Gauge<'worker'> => {
       const g: Gauge<'worker'> = new Gauge({
         name: `${p}${name}`,
@@ -138,7 +157,11 @@ export class RouterMetrics {
       return g;
     };
     this.#perWorkerGauges = [
-      gauge('worker_in_flight', 'Requests this router has in flight on the worker.', (w) => w.inFlight),
+      gauge(
+        'worker_in_flight',
+        "Requests in flight on the worker: this router's, plus other replicas' when state is shared.",
+        (w) => w.inFlight,
+      ),
       gauge(
         'worker_kv_usage_ratio',
         'Last reported KV-cache usage, 0..1 (absent when unknown).',
@@ -180,6 +203,7 @@ export class RouterMetrics {
         this.#healthChanges.inc({ worker: worker.id, healthy: String(healthy) }),
       onFailureReport: (worker, kind) => this.#upstreamErrors.inc({ worker: worker.id, kind }),
       onRemove: (worker) => this.#forget(worker.id),
+      onSharedStateError: (op) => this.#sharedStateErrors.inc({ op }),
     });
   }
 
