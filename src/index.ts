@@ -71,3 +71,4 @@ export { SharedInFlight, SHARED_STATE_OPS } from './state/shared-in-flight.js';
 export type { SharedInFlightOptions, SharedStateHost, SharedStateOp } from './state/shared-in-flight.js';
 export { newReplicaId } from './state/replica-id.js';
 export type { RedisStateConfig } from './config/schema.js';
+export { UnknownModelError } from './core/errors.js';

@@ -1,6 +1,6 @@
 import type { Config, ConfigInput } from './config/schema.js';
 import { validateConfig } from './config/validate.js';
-import { NoHealthyWorkerError, UnknownWorkerError } from './core/errors.js';
+import { NoHealthyWorkerError, UnknownModelError, UnknownWorkerError } from './core/errors.js';
 import { Lease, type LeaseOutcome } from './core/lease.js';
 import type { Rng } from './core/random.js';
 import { isDeepStrictEqual } from 'node:util';
@@ -112,6 +112,8 @@ export class Router {
   /** Where each worker came from, so a config reload only touches the workers the config owns. */
   readonly #sources = new Map<string, WorkerSource>();
   #started = false;
+  /** Cached pool.modelAware: the pick path must not loop over the pool for it. */
+  #modelAware = false;
   /** Set when `state.redis` is configured: other replicas' leases join `inFlight`. */
   readonly #shared: SharedInFlight | undefined;
   readonly #onRelease = (lease: Lease, outcome: LeaseOutcome): void => {
@@ -133,6 +135,7 @@ export class Router {
     this.#poller = this.#createPoller(config);
     this.pool.onRemove((worker) => {
       this.#sources.delete(worker.id);
+      this.#modelAware = this.pool.modelAware;
       this.#poller.remove(worker);
       this.#policy.onRemove?.(worker.id);
       for (const o of this.#observers) o.onRemove?.(worker);
@@ -189,7 +192,7 @@ export class Router {
    */
   pick(ctx: RequestContext = NO_CONTEXT): Lease {
     const started = this.#observers.length > 0 ? process.hrtime.bigint() : 0n;
-    const candidates = this.pool.candidates();
+    const candidates = this.#candidates(ctx);
     const worker = candidates.length === 1 ? candidates[0] : this.#policy.select(candidates, ctx);
     if (worker === undefined) {
       for (const o of this.#observers) o.onNoHealthyWorker?.();
@@ -208,13 +211,30 @@ export class Router {
   }
 
   /**
+   * Where a request may go: every healthy worker, or, once workers declare their models, those
+   * serving the request's model. A model no worker serves is a client error, not an outage.
+   */
+  #candidates(ctx: RequestContext): readonly Worker[] {
+    const model = ctx.model;
+    if (model === undefined || !this.#modelAware) return this.pool.candidates();
+    const list = this.pool.candidatesFor(model);
+    if (list.length === 0 && !this.pool.serves(model)) throw new UnknownModelError(model);
+    return list;
+  }
+
+  /** Front doors must read the body when the policy needs the prompt or routing depends on the model. */
+  get needsBody(): boolean {
+    return this.#policy.needsBody || this.#modelAware;
+  }
+
+  /**
    * A pick plus up to `fallbacks` other healthy workers, best first by the policy's score (or in
    * random order for policies without one), for gateways that retry on the next endpoint.
    */
   pickWithFallbacks(ctx: RequestContext, fallbacks: number): { lease: Lease; fallbacks: Worker[] } {
     const lease = this.pick(ctx);
     if (fallbacks <= 0) return { lease, fallbacks: [] };
-    const others = this.pool.candidates().filter((w) => w !== lease.worker);
+    const others = this.#candidates(ctx).filter((w) => w !== lease.worker);
     const score = this.policy.score?.bind(this.policy);
     const keyed = others.map((w) => ({ w, key: score ? score(w, ctx) : this.#rng() }));
     keyed.sort((a, b) => a.key - b.key);
@@ -254,6 +274,7 @@ export class Router {
 
   addWorker(spec: WorkerSpec | string, source: WorkerSource = 'api'): Worker {
     const worker = this.pool.add(spec);
+    if (worker.models.length > 0) this.#modelAware = true;
     this.#sources.set(worker.id, source);
     this.#poller.add(worker);
     for (const o of this.#observers) o.onAdd?.(worker);

@@ -54,3 +54,9 @@ export class UnknownPolicyError extends LlrError {
     );
   }
 }
+
+export class UnknownModelError extends LlrError {
+  constructor(model: string) {
+    super('LLR_UNKNOWN_MODEL', `no worker serves model ${JSON.stringify(model)}`);
+  }
+}

@@ -9,8 +9,11 @@ export class WorkerPool {
   readonly #workers = new Map<string, Worker>();
   readonly #removeListeners = new Set<(worker: Worker) => void>();
   #candidates: Worker[] | undefined;
+  /** Healthy candidates per model, rebuilt with `#candidates`. */
+  readonly #byModel = new Map<string, Worker[]>();
   readonly #invalidate = (): void => {
     this.#candidates = undefined;
+    this.#byModel.clear();
   };
 
   add(spec: WorkerSpec | string | Worker): Worker {
@@ -52,6 +55,29 @@ export class WorkerPool {
 
   list(): Worker[] {
     return [...this.#workers.values()];
+  }
+
+  /** True once any worker declares the models it serves: requests are then routed per model. */
+  get modelAware(): boolean {
+    for (const w of this.#workers.values()) if (w.models.length > 0) return true;
+    return false;
+  }
+
+  /** Whether any worker, healthy or not, serves `model` (a worker that lists no models serves all). */
+  serves(model: string): boolean {
+    for (const w of this.#workers.values()) if (w.models.length === 0 || w.models.includes(model)) return true;
+    return false;
+  }
+
+  /** The candidates that serve `model`; cached until membership or eligibility changes. */
+  candidatesFor(model: string): readonly Worker[] {
+    const all = this.candidates();
+    let list = this.#byModel.get(model);
+    if (list === undefined) {
+      list = all.filter((w) => w.models.length === 0 || w.models.includes(model));
+      this.#byModel.set(model, list);
+    }
+    return list;
   }
 
   /** Healthy, non-draining workers. Callers must not mutate the returned array. */

@@ -1,4 +1,4 @@
-import { NoHealthyWorkerError } from '../core/errors.js';
+import { NoHealthyWorkerError, UnknownModelError } from '../core/errors.js';
 import type { Lease, LeaseOutcome } from '../core/lease.js';
 import type { Worker } from '../core/worker.js';
 import type { RequestContext } from '../policies/policy.js';
@@ -53,7 +53,7 @@ export class ExtProcStream {
       case 'request_headers': {
         const headers = req.request_headers;
         const ctx = contextFromHeaders(headers?.headers, this.#options.destinationHeader);
-        if (this.#router.policy.needsBody && !headers?.end_of_stream && this.#bodyWillFollow()) {
+        if (this.#router.needsBody && !headers?.end_of_stream && this.#bodyWillFollow()) {
           this.#pendingContext = ctx;
           return continueResponse('request_headers');
         }
@@ -138,6 +138,7 @@ export class ExtProcStream {
       }
     } catch (err) {
       if (err instanceof NoHealthyWorkerError) return errorResponse(503, err);
+      if (err instanceof UnknownModelError) return errorResponse(404, err);
       throw err;
     }
     // Envoy sends one request_headers per stream; a second one would be a new request.

@@ -60,18 +60,15 @@ export function routeResponse(phase: PickPhase, header: string, destination: str
   };
 }
 
-/** Envoy answers the client itself: 503, a JSON error body and a hint to retry shortly. */
+/** Envoy answers the client itself: a JSON error body, and on a 503 a hint to retry shortly. */
 export function errorResponse(status: number, error: LlrError, retryAfterSeconds = 1): ProcessingResponse {
   const body = JSON.stringify({ error: { code: error.code, message: error.message } });
+  const headers = [setHeader('content-type', 'application/json')];
+  if (status === 503) headers.push(setHeader('retry-after', String(retryAfterSeconds)));
   return {
     immediate_response: {
       status: { code: status },
-      headers: {
-        set_headers: [
-          setHeader('content-type', 'application/json'),
-          setHeader('retry-after', String(retryAfterSeconds)),
-        ],
-      },
+      headers: { set_headers: headers },
       body: Buffer.from(body, 'utf8'),
       // Shows up as %RESPONSE_CODE_DETAILS% in Envoy's access log.
       details: error.code.toLowerCase(),

@@ -43,6 +43,8 @@ export function statusFor(err: LlrError): number {
   switch (err.code) {
     case 'LLR_NO_HEALTHY_WORKER':
       return 503;
+    case 'LLR_UNKNOWN_MODEL':
+      return 404;
     case 'LLR_BODY_TOO_LARGE':
       return 413;
     case 'LLR_UPSTREAM_TIMEOUT':

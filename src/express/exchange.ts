@@ -93,7 +93,7 @@ export class Exchange {
   start(): void {
     const req = this.#req;
     const { router, options } = this.#shared;
-    const needsBody = router.policy.needsBody;
+    const needsBody = router.needsBody;
     if (bodyConsumed(req)) {
       let body: Buffer;
       try {
