@@ -219,5 +219,5 @@ for (const [scenario, srows] of Object.entries(byScenario)) {
   );
 }
 console.log(
-  `\nwrote bench/results/policies.json and ttft-*.svg in ${((Date.now() - started) / 1000).toFixed(0)} s`,
+  `\nwrote bench/results/${args.out}.json and ttft-*.svg in ${((Date.now() - started) / 1000).toFixed(0)} s`,
 );

@@ -65,11 +65,11 @@ test('removing a worker drains it: no new picks, in-flight finish, then all stat
 });
 
 test('reconfigure: reconciles config workers only, rebuilds policy, reports restart-only keys', () => {
-  const router = createRouter({ workers: urls(2), policy: { name: 'least_load', lambda: 1 } });
+  const router = createRouter({ workers: urls(2), policy: { name: 'least_load', mode: 'seed', lambda: 1 } });
   router.addWorker('http://10.9.0.1:8000'); // added by the API: a reload must not drop it
   const next = validateConfig({
     workers: ['http://10.0.0.2:8000', 'http://10.0.0.7:8000'],
-    policy: { name: 'least_load', lambda: 4 },
+    policy: { name: 'least_load', mode: 'seed', lambda: 4 },
     metrics: { port: 9191 },
   });
   const result = router.reconfigure(next);
@@ -102,7 +102,7 @@ test('reconfigure: reconciles config workers only, rebuilds policy, reports rest
 });
 
 test('workers() reports the contract fields and the policy score', () => {
-  const router = createRouter({ workers: urls(1), policy: { name: 'least_load', lambda: 2 } });
+  const router = createRouter({ workers: urls(1), policy: { name: 'least_load', mode: 'seed', lambda: 2 } });
   const w = router.pool.list()[0]!;
   w.load = { at: Date.now(), kvUsage: 0.5, running: 3, waiting: 1 };
   router.pick();

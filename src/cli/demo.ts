@@ -45,7 +45,7 @@ const out = (line = ''): void => void process.stdout.write(`${line}\n`);
 function table(rows: PhaseResult[]): void {
   const f = (x: number, w = 9) => (Number.isFinite(x) ? x.toFixed(0) : '-').padStart(w);
   out(
-    `${'policy'.padEnd(16)}${'requests'.padStart(9)}${'errors'.padStart(7)}${'TTFT p50'.padStart(9)}${'p90'.padStart(9)}${'p99'.padStart(9)}${'e2e p99'.padStart(9)}${'preempt'.padStart(9)}  share per worker`,
+    `${'policy'.padEnd(26)}${'requests'.padStart(9)}${'errors'.padStart(7)}${'TTFT p50'.padStart(9)}${'p90'.padStart(9)}${'p99'.padStart(9)}${'e2e p99'.padStart(9)}${'preempt'.padStart(9)}  share per worker`,
   );
   for (const r of rows) {
     const s = r.summary;
@@ -54,7 +54,7 @@ function table(rows: PhaseResult[]): void {
       .map(([k, v]) => `${k} ${(v * 100).toFixed(0)}%`)
       .join(', ');
     out(
-      `${r.policy.padEnd(16)}${f(s.requests)}${f(s.errors, 7)}${f(s.ttftMs.p50)}${f(s.ttftMs.p90)}${f(s.ttftMs.p99)}${f(s.e2eMs.p99)}${f(r.preemptions)}  ${share}`,
+      `${r.policy.padEnd(26)}${f(s.requests)}${f(s.errors, 7)}${f(s.ttftMs.p50)}${f(s.ttftMs.p90)}${f(s.ttftMs.p99)}${f(s.e2eMs.p99)}${f(r.preemptions)}  ${share}`,
     );
   }
 }

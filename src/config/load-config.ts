@@ -68,7 +68,11 @@ export function applyFlags(file: Doc, flags: ConfigFlags): Doc {
     const policy: Doc =
       flags.policy !== undefined && current.name !== flags.policy ? { name: flags.policy } : { ...current };
     if (policy.name === undefined) policy.name = 'least_load';
-    if (flags.lambda !== undefined) policy.lambda = num(flags.lambda);
+    if (flags.lambda !== undefined) {
+      policy.lambda = num(flags.lambda);
+      // --lambda is the seed formula's weight: asking for it asks for that formula.
+      if (policy.mode === undefined) policy.mode = 'seed';
+    }
     doc.policy = policy;
   }
   if (flags.pollInterval !== undefined) section(doc, 'poller').intervalSecs = num(flags.pollInterval);

@@ -79,7 +79,10 @@ export const workerSpecSchema = z.preprocess((v) => (typeof v === 'string' ? { u
 const leastLoadPolicy = z.strictObject({
   name: z.literal('least_load'),
   /** seed: in_flight + lambda * k / (1 - k); expected_wait: queued token work over throughput. */
-  mode: z.enum(LEAST_LOAD_MODES, { error: `must be one of ${LEAST_LOAD_MODES.join(', ')}` }).default('seed'),
+  // expected_wait is the default because it measured best across fleets (README, Benchmarks).
+  mode: z
+    .enum(LEAST_LOAD_MODES, { error: `must be one of ${LEAST_LOAD_MODES.join(', ')}` })
+    .default('expected_wait'),
   /** Weight of the KV-pressure barrier lambda * k / (1 - k), in units of in-flight requests (seed). */
   lambda: finiteAtLeast(0).default(1.5),
   /** The same barrier's weight in seconds (expected_wait). */

@@ -58,7 +58,7 @@ test('--print-config shows the resolved config with schema defaults', async () =
   const config = JSON.parse(stdout);
   assert.equal(config.policy.name, 'least_load');
   assert.equal(config.policy.lambda, 1.5);
-  assert.equal(config.policy.mode, 'seed');
+  assert.equal(config.policy.mode, 'expected_wait', 'the measured default');
   assert.equal(config.envoy.port, 9002);
   assert.equal(config.workers[0].url, 'http://a:1');
 });

@@ -40,6 +40,17 @@ test('a YAML file is read and flags override it', async () => {
   assert.deepEqual(switched.policy, { name: 'round_robin' }, "the old policy's lambda is dropped");
 });
 
+test('--lambda selects the seed formula unless a mode is given', async () => {
+  assert.equal((await loadConfig({})).policy.name, 'least_load');
+  assert.equal(((await loadConfig({ lambda: '2' })).policy as { mode: string }).mode, 'seed');
+  assert.equal(((await loadConfig({})).policy as { mode: string }).mode, 'expected_wait');
+  const path = await tempFile('m.yaml', 'policy: { name: least_load, mode: expected_wait }\n');
+  assert.equal(
+    ((await loadConfig({ config: path, lambda: '2' })).policy as { mode: string }).mode,
+    'expected_wait',
+  );
+});
+
 test('a JSON file works too', async () => {
   const path = await tempFile('c.json', JSON.stringify({ policy: 'power_of_two', proxy: { port: 8080 } }));
   const config = await loadConfig({ config: path });

@@ -25,7 +25,10 @@ const spec = (w: TestWorker) => ({ url: w.url, engine: 'none' as const });
 test('least_load routing avoids a worker whose KV cache is nearly full', async (t) => {
   const full = await startWorker(t, 'full');
   const free = await startWorker(t, 'free');
-  const router = createRouter({ workers: [spec(full), spec(free)], policy: 'least_load' });
+  const router = createRouter({
+    workers: [spec(full), spec(free)],
+    policy: { name: 'least_load', mode: 'seed' },
+  });
   const now = Date.now();
   (router.pool.get(`127.0.0.1:${full.port}`) as Worker).load = { at: now, kvUsage: 0.97 };
   (router.pool.get(`127.0.0.1:${free.port}`) as Worker).load = { at: now, kvUsage: 0.1 };

@@ -10,10 +10,11 @@ test('every accepted policy name builds a policy of that name', () => {
 });
 
 test('config objects carry parameters; defaults come from the schema', () => {
-  const custom = createPolicy({ name: 'least_load', lambda: 4 });
+  const custom = createPolicy({ name: 'least_load', mode: 'seed', lambda: 4 });
   assert.ok(custom instanceof LeastLoadPolicy);
   assert.equal(custom.lambda, 4);
-  assert.equal((createPolicy('least_load') as LeastLoadPolicy).lambda, 1.5);
+  assert.ok(createPolicy('least_load') instanceof ExpectedWaitPolicy, 'expected_wait is the default mode');
+  assert.equal((createPolicy({ name: 'least_load', mode: 'seed' }) as LeastLoadPolicy).lambda, 1.5);
 });
 
 test('unknown names and bad parameters are rejected with codes', () => {
@@ -30,8 +31,8 @@ test('unknown names and bad parameters are rejected with codes', () => {
 });
 
 test('least_load modes and the weighted policy build from config', () => {
-  const seed = createPolicy({ name: 'least_load' });
-  assert.ok(seed instanceof LeastLoadPolicy, 'seed is the default mode');
+  const seed = createPolicy({ name: 'least_load', mode: 'seed' });
+  assert.ok(seed instanceof LeastLoadPolicy);
   const ew = createPolicy({ name: 'least_load', mode: 'expected_wait', lambdaT: 0.3, bodyAware: true });
   assert.ok(ew instanceof ExpectedWaitPolicy);
   assert.equal(ew.options.lambdaT, 0.3);
