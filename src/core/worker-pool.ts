@@ -65,7 +65,8 @@ export class WorkerPool {
 
   /** Whether any worker, healthy or not, serves `model` (a worker that lists no models serves all). */
   serves(model: string): boolean {
-    for (const w of this.#workers.values()) if (w.models.length === 0 || w.models.includes(model)) return true;
+    for (const w of this.#workers.values())
+      if (w.models.length === 0 || w.models.includes(model)) return true;
     return false;
   }
 
