@@ -1,23 +1,9 @@
+import { hash32 } from '../core/hash.js';
 import type { Worker } from '../core/worker.js';
 
-/**
- * FNV-1a over UTF-16 code units of `s[0, end)`, finished with murmur3's fmix32. FNV-1a alone is fast
- * but its bits avalanche poorly on short, similar inputs (`10.0.0.1:8000#17` vs `#18`), which would
- * bunch virtual nodes together; the finalizer fixes that for 5 multiplications. Deterministic across
- * processes, so router replicas with the same workers agree on every key.
- */
+/** hash32 of `s[0, end)`: virtual nodes, routing keys and prompt prefixes all hash through here. */
 export function hashString(s: string, end = s.length, seed = 0x811c9dc5): number {
-  let h = seed | 0;
-  for (let i = 0; i < end; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
+  return hash32(s, 0, end, seed);
 }
 
 /**

@@ -1,3 +1,4 @@
+import { hash32 } from '../core/hash.js';
 import { SimConfigError } from './errors.js';
 import { CHARS_PER_TOKEN } from './tokens.js';
 
@@ -49,21 +50,6 @@ export function resolvePrefixCacheOptions(
     throw new SimConfigError(`prefixCache.maxTokens must be >= 0, got ${maxTokens}`);
   }
   return { enabled, maxTokens, blockTokens };
-}
-
-/** 32-bit FNV-1a over s[from, to), seeded, finished with murmur3's fmix32 so close inputs spread. */
-function hash32(s: string, from: number, to: number, seed: number): number {
-  let h = seed | 0;
-  for (let i = from; i < to; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
 }
 
 const TWO_32 = 2 ** 32;

@@ -6,16 +6,7 @@ import { EngineModel, type FinishReason } from '../../src/sim/engine-model.js';
 import { resolveEngineParams } from '../../src/sim/engine-params.js';
 import { ENGINE_CLASSES, slowed } from '../../src/sim/scenarios.js';
 import { runVirtual } from '../../src/sim/virtual-run.js';
-
-/** Steps the model on a virtual clock until idle; returns the end time. */
-function drain(model: EngineModel, t = 0, onStep?: (now: number) => void): number {
-  for (let d = model.beginStep(t); d !== undefined; d = model.beginStep(t)) {
-    t += d;
-    model.endStep(t);
-    onStep?.(t);
-  }
-  return t;
-}
+import { drain } from './sim-helpers.js';
 
 const FAST = {
   kvCapacityTokens: 10_000,

@@ -7,6 +7,7 @@ import { blockKeys, PrefixCache } from '../../src/sim/prefix-cache.js';
 import { ENGINE_CLASSES } from '../../src/sim/scenarios.js';
 import { promptText } from '../../src/sim/tokens.js';
 import { runVirtual } from '../../src/sim/virtual-run.js';
+import { drain } from './sim-helpers.js';
 import { createWorkload } from '../../src/sim/workload.js';
 
 /** 1 ms per 10 prompt tokens, 10 ms per step: prefill times are easy to read off. */
@@ -19,16 +20,6 @@ const FAST = {
   maxBatchTokens: 4096,
   admitWatermark: 0,
 };
-
-/** Steps the model on a virtual clock until idle; returns the end time. */
-function drain(model: EngineModel, t = 0, onStep?: (now: number) => void): number {
-  for (let d = model.beginStep(t); d !== undefined; d = model.beginStep(t)) {
-    t += d;
-    model.endStep(t);
-    onStep?.(t);
-  }
-  return t;
-}
 
 /** A request for `text`, sized at exactly its 4-chars-a-token length, with its block keys. */
 function spec(text: string, maxTokens = 1): SubmitSpec {

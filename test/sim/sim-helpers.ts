@@ -1,3 +1,4 @@
+import type { EngineModel } from '../../src/sim/engine-model.js';
 import { request } from 'node:http';
 import type { TestContext } from 'node:test';
 import { type SimServer, type SimWorkerSpec, startSimServer } from '../../src/sim/sim-server.js';
@@ -69,4 +70,14 @@ export async function until(cond: () => boolean, what: string, timeoutMs = 5000)
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 5));
   }
+}
+
+/** Steps the model on a virtual clock until idle; returns the end time. */
+export function drain(model: EngineModel, t = 0, onStep?: (now: number) => void): number {
+  for (let d = model.beginStep(t); d !== undefined; d = model.beginStep(t)) {
+    t += d;
+    model.endStep(t);
+    onStep?.(t);
+  }
+  return t;
 }
