@@ -109,6 +109,8 @@ export class Router {
   readonly #rng: Rng;
   readonly #logger: PollerLogger | undefined;
   readonly #injectedPolicy: Policy | undefined;
+  /** Policies of models that configure their own (`models.<name>.policy`). */
+  #modelPolicies = new Map<string, Policy>();
   /** Where each worker came from, so a config reload only touches the workers the config owns. */
   readonly #sources = new Map<string, WorkerSource>();
   #started = false;
@@ -132,12 +134,14 @@ export class Router {
     this.#logger = options.logger;
     this.#injectedPolicy = options.policy;
     this.#policy = this.#createPolicy(config);
+    this.#modelPolicies = this.#createModelPolicies(config);
     this.#poller = this.#createPoller(config);
     this.pool.onRemove((worker) => {
       this.#sources.delete(worker.id);
       this.#modelAware = this.pool.modelAware;
       this.#poller.remove(worker);
       this.#policy.onRemove?.(worker.id);
+      for (const p of this.#modelPolicies.values()) p.onRemove?.(worker.id);
       for (const o of this.#observers) o.onRemove?.(worker);
     });
     for (const spec of config.workers) this.addWorker(spec, 'config');
@@ -174,6 +178,17 @@ export class Router {
     });
   }
 
+  #createModelPolicies(config: Config): Map<string, Policy> {
+    const env = {
+      rng: this.#rng,
+      now: this.#now,
+      staleAfterMs: STALE_AFTER_POLLS * config.poller.intervalSecs * 1000,
+    };
+    return new Map(
+      Object.entries(config.models ?? {}).map(([model, m]) => [model, createPolicy(m.policy, env)]),
+    );
+  }
+
   #createPoller(config: Config): LoadPoller {
     return new LoadPoller({ config: config.poller, host: this, now: this.#now, logger: this.#logger });
   }
@@ -193,7 +208,9 @@ export class Router {
   pick(ctx: RequestContext = NO_CONTEXT): Lease {
     const started = this.#observers.length > 0 ? process.hrtime.bigint() : 0n;
     const candidates = this.#candidates(ctx);
-    const worker = candidates.length === 1 ? candidates[0] : this.#policy.select(candidates, ctx);
+    const policy =
+      ctx.model === undefined ? this.#policy : (this.#modelPolicies.get(ctx.model) ?? this.#policy);
+    const worker = candidates.length === 1 ? candidates[0] : policy.select(candidates, ctx);
     if (worker === undefined) {
       for (const o of this.#observers) o.onNoHealthyWorker?.();
       throw new NoHealthyWorkerError();
@@ -205,7 +222,7 @@ export class Router {
     const lease = new Lease(worker, this.#onRelease);
     if (this.#observers.length > 0) {
       const ns = Number(process.hrtime.bigint() - started);
-      for (const o of this.#observers) o.onPick?.(lease, this.#policy.name, ns);
+      for (const o of this.#observers) o.onPick?.(lease, policy.name, ns);
     }
     return lease;
   }
@@ -224,7 +241,7 @@ export class Router {
 
   /** Front doors must read the body when the policy needs the prompt or routing depends on the model. */
   get needsBody(): boolean {
-    return this.#policy.needsBody || this.#modelAware;
+    return this.#policy.needsBody || this.#modelAware || this.#modelPolicies.size > 0;
   }
 
   /**
@@ -335,6 +352,10 @@ export class Router {
       const old = this.#policy;
       this.#policy = this.#createPolicy(next);
       result.policy = old.name !== this.#policy.name || !isDeepStrictEqual(prev.policy, next.policy);
+    }
+    if (pollerChanged || !isDeepStrictEqual(prev.models, next.models)) {
+      this.#modelPolicies = this.#createModelPolicies(next);
+      result.policy ||= !isDeepStrictEqual(prev.models, next.models);
     }
     if (pollerChanged) {
       const old = this.#poller;

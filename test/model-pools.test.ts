@@ -102,3 +102,23 @@ test('Envoy: with a buffered body the model picks the pool; an unknown model get
     [0, 0],
   );
 });
+
+test('a model can have its own policy; other models use the default one', () => {
+  const router = createRouter({
+    workers: ['http://10.0.0.1:8000', 'http://10.0.0.2:8000', 'http://10.0.0.3:8000'],
+    policy: { name: 'least_load', mode: 'seed' },
+    models: { 'chat-rr': { policy: 'round_robin' } },
+  });
+  assert.equal(router.needsBody, true);
+  const picked: string[] = [];
+  router.observe({ onPick: (_lease, policy) => picked.push(policy) });
+  const rr = Array.from({ length: 6 }, () => router.pick({ model: 'chat-rr' }).worker.id);
+  assert.equal(new Set(rr).size, 3, 'round robin visits every worker although in-flight grows');
+  assert.deepEqual(rr.slice(0, 3), rr.slice(3), 'in order');
+  router.pick({ model: 'other' });
+  assert.deepEqual(picked.slice(-2), ['round_robin', 'least_load'], 'metrics label the policy that picked');
+  assert.throws(() => createRouter({ models: { m: { policy: 'fastest' } } }), {
+    code: 'LLR_CONFIG',
+    message: /^models\.m\.policy\.name: unknown policy/,
+  });
+});

@@ -290,6 +290,8 @@ export const configSchema = z.strictObject({
   shutdown: shutdownSchema.default(() => shutdownSchema.parse({})),
   /** Shared state between router replicas (in-flight counts through Redis); off when absent. */
   state: stateSchema.optional(),
+  /** Per-model overrides, e.g. `{ llama-70b: { policy: cache_aware } }`; other models use `policy`. */
+  models: z.record(z.string().min(1), z.strictObject({ policy: policySchema })).optional(),
 });
 
 /** What users write: every field optional, policies and workers also as bare strings. */
