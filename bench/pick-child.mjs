@@ -7,7 +7,9 @@ import { Lease, createRouter, seededRng } from '../dist/index.js';
 const SIZES = [4, 16, 64, 256];
 const RUNS = 7;
 const PICKS = 200_000;
-const policy = process.argv[2] ?? 'least_load';
+// A policy name, or a policy config as JSON (e.g. least_load in seed mode).
+const arg = process.argv[2] ?? 'least_load';
+const policy = arg.startsWith('{') ? JSON.parse(arg) : arg;
 
 function fleet(n) {
   const workers = Array.from({ length: n }, (_, i) => `http://10.${i >> 8}.${i & 255}.1:8000`);

@@ -1,6 +1,5 @@
 import type { Worker } from '../core/worker.js';
 import { MAX_KV } from './kv-usage.js';
-import { pickLowest } from './pick-lowest.js';
 import type { Policy, PolicyEnv, RequestContext } from './policy.js';
 
 export interface ExpectedWaitOptions {
@@ -45,6 +44,8 @@ export class ExpectedWaitPolicy implements Policy {
   readonly options: ExpectedWaitOptions;
   readonly #env: PolicyEnv;
   readonly #sent = new Map<string, Sent>();
+  /** Keyed by candidate array (the pool reuses one per model until something changes). */
+  #aligned = new WeakMap<readonly Worker[], Sent[]>();
 
   constructor(options: ExpectedWaitOptions, env: PolicyEnv) {
     this.options = options;
@@ -53,7 +54,7 @@ export class ExpectedWaitPolicy implements Policy {
   }
 
   score(worker: Worker, ctx: RequestContext): number {
-    return this.#score(worker, this.#own(ctx), this.#env.now());
+    return this.#score(worker, this.#state(worker), this.#own(ctx), this.#env.now());
   }
 
   #own(ctx: RequestContext): number {
@@ -94,7 +95,7 @@ export class ExpectedWaitPolicy implements Policy {
       state.throughput > 0 ? state.throughput + THROUGHPUT_ALPHA * (t - state.throughput) : t;
   }
 
-  #score(worker: Worker, own: number, now: number): number {
+  #score(worker: Worker, state: Sent, own: number, now: number): number {
     const { lambdaT, fallbackThroughput, meanPromptTokens } = this.options;
     const load = worker.load;
     const fresh = load !== undefined && now - load.at <= this.#env.staleAfterMs;
@@ -104,7 +105,7 @@ export class ExpectedWaitPolicy implements Policy {
       const waiting = load.waiting;
       queued = waiting !== undefined && waiting >= 0 ? waiting * meanPromptTokens : 0;
     }
-    const state = this.#refresh(this.#state(worker), worker);
+    this.#refresh(state, worker);
     const throughput = state.throughput > 0 ? state.throughput : fallbackThroughput;
     const sent = state.tokens;
     const s = (queued + sent + own) / throughput;
@@ -120,18 +121,37 @@ export class ExpectedWaitPolicy implements Policy {
   }
 
   select(candidates: readonly Worker[], ctx: RequestContext): Worker | undefined {
+    // Per-worker state lined up with the candidate array, which the pool keeps (same identity)
+    // until membership or health changes: no map lookups and no closures on the pick path.
+    let states = this.#aligned.get(candidates);
+    if (states === undefined) {
+      states = candidates.map((w) => this.#state(w));
+      this.#aligned.set(candidates, states);
+    }
     const now = this.#env.now();
     const own = this.#own(ctx);
-    const best = pickLowest(candidates, (w) => this.#score(w, own, now), this.#env.rng);
-    if (best !== undefined) this.#record(best, own);
-    return best;
-  }
-
-  #record(worker: Worker, tokens: number): void {
-    this.#refresh(this.#state(worker), worker).tokens += tokens;
+    let best = -1;
+    let bestScore = Infinity;
+    let ties = 0;
+    for (let i = 0; i < candidates.length; i++) {
+      const s = this.#score(candidates[i] as Worker, states[i] as Sent, own, now);
+      if (s < bestScore) {
+        best = i;
+        bestScore = s;
+        ties = 1;
+      } else if (s === bestScore) {
+        ties += 1;
+        if (this.#env.rng() * ties < 1) best = i;
+      }
+    }
+    if (best < 0) return undefined;
+    const worker = candidates[best] as Worker;
+    this.#refresh(states[best] as Sent, worker).tokens += own;
+    return worker;
   }
 
   onRemove(workerId: string): void {
     this.#sent.delete(workerId);
+    this.#aligned = new WeakMap(); // arrays holding the old state must not be reused
   }
 }
