@@ -3,8 +3,8 @@ import type { Rng } from '../core/random.js';
 
 /**
  * The candidate with the lowest score, ties broken uniformly at random by reservoir sampling (no
- * allocation). least_load's seed mode writes this loop out inline instead: it runs on every pick
- * over every worker, and the inline form lets V8 keep its doubles unboxed.
+ * allocation). Both least_load modes write this loop out inline instead: it runs on every pick over
+ * every worker, and the inline form avoids a closure per pick and lets V8 keep doubles unboxed.
  */
 export function pickLowest(
   candidates: readonly Worker[],
