@@ -6,7 +6,7 @@ import type { Rng } from './core/random.js';
 import { isDeepStrictEqual } from 'node:util';
 import { parseWorkerUrl, type Worker, type WorkerSpec } from './core/worker.js';
 import { WorkerPool } from './core/worker-pool.js';
-import type { Policy, RequestContext } from './policies/policy.js';
+import type { Policy, PolicyEnv, RequestContext } from './policies/policy.js';
 import { createPolicy } from './policies/registry.js';
 import { LoadPoller } from './poller/load-poller.js';
 import type { PollResult } from './poller/poll-result.js';
@@ -171,19 +171,19 @@ export class Router {
 
   #createPolicy(config: Config): Policy {
     if (this.#injectedPolicy) return this.#injectedPolicy;
-    return createPolicy(config.policy, {
-      rng: this.#rng,
-      now: this.#now,
-      staleAfterMs: STALE_AFTER_POLLS * config.poller.intervalSecs * 1000,
-    });
+    return createPolicy(config.policy, this.#policyEnv(config));
   }
 
-  #createModelPolicies(config: Config): Map<string, Policy> {
-    const env = {
+  #policyEnv(config: Config): PolicyEnv {
+    return {
       rng: this.#rng,
       now: this.#now,
       staleAfterMs: STALE_AFTER_POLLS * config.poller.intervalSecs * 1000,
     };
+  }
+
+  #createModelPolicies(config: Config): Map<string, Policy> {
+    const env = this.#policyEnv(config);
     return new Map(
       Object.entries(config.models ?? {}).map(([model, m]) => [model, createPolicy(m.policy, env)]),
     );

@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Worker } from '../core/worker.js';
-import type { PollResult, Router } from '../router.js';
+import { POLL_RESULTS } from '../poller/poll-result.js';
+import type { Router } from '../router.js';
 import { SHARED_STATE_OPS } from '../state/shared-in-flight.js';
 
 export interface RouterMetricsOptions {
@@ -10,14 +11,6 @@ export interface RouterMetricsOptions {
   prefix?: string;
 }
 
-const POLL_RESULTS: readonly PollResult[] = [
-  'ok',
-  'error',
-  'timeout',
-  'http_error',
-  'parse_error',
-  'too_large',
-];
 const OUTCOMES = ['success', 'failure', 'cancelled'] as const;
 const FAILURE_KINDS = ['connect', 'status'] as const;
 
