@@ -6,7 +6,7 @@ import { Gateway } from '../gateway.js';
 import { startFleet, type SimFleet } from '../sim/fleet.js';
 import { runLoad } from '../sim/load-generator.js';
 import type { LoadSummary } from '../sim/load-summary.js';
-import { scenarioCapacity } from '../sim/policy-comparison.js';
+import { scenarioCapacity, waitForFirstPolls } from '../sim/policy-comparison.js';
 import { SCENARIO_NAMES, type ScenarioName } from '../sim/scenarios.js';
 import { createWorkload } from '../sim/workload.js';
 
@@ -119,7 +119,7 @@ export async function demo(o: DemoOptions): Promise<number> {
         gateway.reload(validateConfig({ ...base, workers: fleet.urls.map((url) => ({ url })), policy }));
         await old.close();
       }
-      await waitForPolls(gateway, abort.signal);
+      await waitForFirstPolls(gateway.router, 10_000, abort.signal); // a worker still unpolled just starts cold
       out(`phase ${i + 1}/${o.policies.length}: ${policy} for ${phaseSecs.toFixed(0)} s ...`);
       const workload = createWorkload({ seed: 1, ratePerSec: rate, durationSec: phaseSecs * o.speedup });
       const r = await runLoad({
@@ -156,14 +156,6 @@ export async function demo(o: DemoOptions): Promise<number> {
 function describe(policy: PolicyConfig): string {
   const mode = 'mode' in policy && policy.mode && policy.mode !== 'seed' ? ` ${policy.mode}` : '';
   return `${policy.name}${mode}`;
-}
-
-async function waitForPolls(gateway: Gateway, signal: AbortSignal): Promise<void> {
-  const until = Date.now() + 10_000;
-  while (!signal.aborted && gateway.router.pool.candidates().some((w) => w.lastPollAt === undefined)) {
-    if (Date.now() > until) break;
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 export { SCENARIO_NAMES };

@@ -92,12 +92,21 @@ export function scenarioCapacity(scenario: ScenarioName, seed: number): number {
   }).requestsPerSec;
 }
 
-async function waitForFirstPolls(router: Router, timeoutMs: number): Promise<void> {
+/**
+ * Waits until every worker not being drained has had a good poll, so a run starts with load
+ * reports in place. Resolves false on timeout or abort.
+ */
+export async function waitForFirstPolls(
+  router: Router,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<boolean> {
   const until = Date.now() + timeoutMs;
-  while (router.pool.list().some((w) => w.lastPollAt === undefined)) {
-    if (Date.now() > until) throw new Error('workers were not polled in time');
+  while (router.pool.list().some((w) => !w.draining && w.lastPollAt === undefined)) {
+    if (Date.now() > until || signal?.aborted) return false;
     await new Promise((r) => setTimeout(r, 10));
   }
+  return true;
 }
 
 /**
@@ -129,7 +138,7 @@ export async function runCase(c: ComparisonCase, o: ComparisonOptions): Promise<
     router.observe({ onPoll: () => (polls += 1) });
     await router.start();
     closers.unshift(() => router.stop());
-    await waitForFirstPolls(router, 10_000);
+    if (!(await waitForFirstPolls(router, 10_000))) throw new Error('workers were not polled in time');
 
     let target: string | TargetPicker;
     if (frontDoor === 'proxy') {
