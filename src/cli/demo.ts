@@ -7,7 +7,7 @@ import { startFleet, type SimFleet } from '../sim/fleet.js';
 import { runLoad } from '../sim/load-generator.js';
 import type { LoadSummary } from '../sim/load-summary.js';
 import { scenarioCapacity, waitForFirstPolls } from '../sim/policy-comparison.js';
-import { SCENARIO_NAMES, type ScenarioName } from '../sim/scenarios.js';
+import type { ScenarioName } from '../sim/scenarios.js';
 import { createWorkload } from '../sim/workload.js';
 
 export interface DemoOptions {
@@ -93,6 +93,7 @@ export async function demo(o: DemoOptions): Promise<number> {
     await gateway.start();
     const proxy = await gateway.startProxy(o.proxyPort);
     const status = await gateway.startStatus(o.metricsPort);
+    const extProc = await gateway.startExtProc(o.extProcPort);
     const proxyUrl = `http://${o.host}:${proxy.port}`;
     const statusUrl = `http://${o.host}:${status.port}`;
     const capacity = scenarioCapacity(o.scenario, 1);
@@ -109,6 +110,7 @@ export async function demo(o: DemoOptions): Promise<number> {
     );
     out(`  curl ${statusUrl}/workers`);
     out(`  curl ${statusUrl}/metrics`);
+    out(`  Envoy ext_proc (gRPC) on ${o.host}:${extProc.port}: examples/envoy shows the Envoy side`);
     out('');
 
     for (const [i, policy] of o.policies.entries()) {
@@ -157,5 +159,3 @@ function describe(policy: PolicyConfig): string {
   const mode = 'mode' in policy && policy.mode && policy.mode !== 'seed' ? ` ${policy.mode}` : '';
   return `${policy.name}${mode}`;
 }
-
-export { SCENARIO_NAMES };

@@ -4,7 +4,8 @@ import { POLICY_NAMES, policySchema } from '../config/schema.js';
 import { DEFAULT_CONFIG, parseOrThrow } from '../config/validate.js';
 import { ConfigError, LlrError } from '../core/errors.js';
 import { ENGINE_NAMES } from '../core/worker.js';
-import { DEMO_DEFAULTS, SCENARIO_NAMES, demo, type DemoOptions } from './demo.js';
+import { SCENARIO_NAMES } from '../sim/scenarios.js';
+import { DEMO_DEFAULTS, demo, type DemoOptions } from './demo.js';
 import { serve } from './serve.js';
 import { simFleet } from './sim.js';
 

@@ -27,6 +27,7 @@ test('demo runs a short comparison, prints the URLs and the table, and exits 0',
   assert.equal(code, 0, stderr);
   assert.match(stdout, /curl -N http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions/);
   assert.match(stdout, /curl http:\/\/127\.0\.0\.1:\d+\/workers/);
+  assert.match(stdout, /Envoy ext_proc \(gRPC\) on 127\.0\.0\.1:\d+/);
   assert.match(stdout, /^round_robin\s+\d+\s+0\s+\d+/m, 'a table row with zero errors');
   assert.match(stdout, /^least_load expected_wait\s+\d+\s+0\s+\d+/m);
   assert.doesNotMatch(stderr, /Warning/);
